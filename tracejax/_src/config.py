@@ -1,0 +1,135 @@
+"""Configuration flags: `config.update(name, value)`, env vars, context managers.
+
+Every flag has an environment variable (its upper-cased name) read once at
+import, a default, and an optional validator. Readers use attribute access
+(`config.jax_enable_x64`), which is a plain instance-attribute lookup: cheap
+enough for the dispatch hot path.
+"""
+import contextlib
+import os
+
+_TRUE = ("1", "true", "t", "yes", "y", "on")
+_FALSE = ("0", "false", "f", "no", "n", "off", "")
+
+
+def _parse_bool(s):
+  s = str(s).strip().lower()
+  if s in _TRUE:
+    return True
+  if s in _FALSE:
+    return False
+  raise ValueError(f"invalid truth value {s!r}")
+
+
+class _Flag:
+  __slots__ = ("name", "default", "parse", "choices", "help", "env")
+
+  def __init__(self, name, default, parse, choices=None, help="", env=None):
+    self.name, self.default, self.parse = name, default, parse
+    self.choices, self.help, self.env = choices, help, env or name.upper()
+
+
+class Config:
+  """Holds every flag's current value as an attribute of the same name."""
+
+  def __init__(self):
+    object.__setattr__(self, "_flags", {})
+    object.__setattr__(self, "_observers", {})
+
+  def define(self, name, default, parse=None, choices=None, help="", env=None):
+    parse = parse or (_parse_bool if isinstance(default, bool) else type(default))
+    flag = _Flag(name, default, parse, choices, help, env)
+    self._flags[name] = flag
+    value = default
+    raw = os.environ.get(flag.env)
+    if raw is not None:
+      value = parse(raw)
+    self._check(flag, value)
+    object.__setattr__(self, name, value)
+
+  def _check(self, flag, value):
+    if flag.choices is not None and value not in flag.choices:
+      raise ValueError(f"{flag.name} must be one of {flag.choices}, got {value!r}")
+
+  def update(self, name, value):
+    """Set flag `name` to `value` (as `jax.config.update` does)."""
+    flag = self._flags.get(name)
+    if flag is None:
+      raise AttributeError(f"Unrecognized config option: {name}")
+    if isinstance(value, str) and flag.parse is _parse_bool:
+      value = _parse_bool(value)
+    self._check(flag, value)
+    object.__setattr__(self, name, value)
+    for fn in self._observers.get(name, ()):
+      fn(value)
+
+  def read(self, name):
+    return getattr(self, name)
+
+  def observe(self, name, fn):
+    """Call `fn(new_value)` after every update of `name` (used by caches)."""
+    self._observers.setdefault(name, []).append(fn)
+
+  @property
+  def values(self):
+    return {k: getattr(self, k) for k in self._flags}
+
+  def __setattr__(self, name, value):
+    if name in self._flags:
+      self.update(name, value)
+    else:
+      object.__setattr__(self, name, value)
+
+  # The absl entry points of the 2020 documents: flags come from the environment.
+  def parse_flags_with_absl(self):
+    pass
+
+  def config_with_absl(self):
+    pass
+
+  @contextlib.contextmanager
+  def _override(self, name, value):
+    old = getattr(self, name)
+    self.update(name, value)
+    try:
+      yield
+    finally:
+      self.update(name, old)
+
+
+config = Config()
+config.define("jax_enable_x64", False, help="Enable 64-bit dtypes.")
+config.define("jax_debug_nans", False, help="Raise FloatingPointError when a NaN is produced.")
+config.define("jax_debug_infs", False, help="Raise FloatingPointError when an inf is produced.")
+config.define("jax_disable_jit", False, help="Run jitted functions op by op.")
+config.define("jax_numpy_rank_promotion", "warn", choices=("allow", "warn", "raise"),
+              help="Policy for implicit rank promotion in jax.numpy.")
+config.define("jax_threefry_partitionable", True, help="Use the partitionable Threefry stream.")
+config.define("jax_default_matmul_precision", "", help="Default precision of dot_general.")
+config.define("jax_enable_checks", False, help="Type-check every jaxpr that is built.")
+config.define("jax_platform_name", "", help="Backend to use ('cpu' or 'gpu').")
+config.define("jax_platforms", "", help="Backends to use, comma separated.")
+config.define("tracejax_compilation_cache", True, env="TRACEJAX_COMPILATION_CACHE",
+              help="Keep compiled executables on disk between runs.")
+config.define("tracejax_cache_dir", "", env="TRACEJAX_CACHE_DIR",
+              help="Directory of the on-disk compilation cache.")
+config.define("tracejax_num_cpu_devices", 0, env="TRACEJAX_NUM_CPU_DEVICES",
+              help="Number of CPU devices (0: from XLA_FLAGS, else 1).")
+
+
+def enable_x64(new_val=True):
+  """Context manager that sets `jax_enable_x64` for its body."""
+  return config._override("jax_enable_x64", new_val)
+
+
+def disable_jit(disable=True):
+  """Context manager that runs jitted functions op by op for its body."""
+  return config._override("jax_disable_jit", disable)
+
+
+def debug_nans(new_val=True):
+  return config._override("jax_debug_nans", new_val)
+
+
+def numpy_rank_promotion(value):
+  return config._override("jax_numpy_rank_promotion", value)

@@ -1,0 +1,191 @@
+"""Abstract values: what a tracer knows about an array (shape, dtype, weak type).
+
+`get_aval(x)` maps a concrete value to its aval through `pytype_aval_mappings`,
+which later layers extend (the runtime registers `Array`) so that this module
+never imports them.
+"""
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src.config import config
+
+
+class AbstractValue:
+  __slots__ = ()
+
+
+def _short_dtype_name(dtype):
+  if dtype == dtypes.float0:
+    return "float0"
+  return np.dtype(dtype).name
+
+
+_SHORT = {"float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16",
+          "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+          "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+          "bool": "bool", "complex64": "c64", "complex128": "c128", "float0": "float0"}
+
+
+class ShapedArray(AbstractValue):
+  """The abstract value of an array: its shape and dtype, but not its contents."""
+  __slots__ = ("shape", "dtype", "weak_type", "_hash")
+  array_abstraction_level = 1
+
+  def __init__(self, shape, dtype, weak_type=False):
+    self.shape = tuple(shape)
+    self.dtype = np.dtype(dtype)
+    self.weak_type = bool(weak_type)
+    self._hash = None
+
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+  def update(self, shape=None, dtype=None, weak_type=None):
+    return ShapedArray(self.shape if shape is None else shape,
+                       self.dtype if dtype is None else dtype,
+                       self.weak_type if weak_type is None else weak_type)
+
+  def strip_weak_type(self):
+    return self.update(weak_type=False) if self.weak_type else self
+
+  def __eq__(self, other):
+    return (type(self) is type(other) and self.shape == other.shape
+            and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+  def __hash__(self):
+    h = self._hash
+    if h is None:
+      h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+    return h
+
+  def str_short(self, short_dtypes=False):
+    name = _short_dtype_name(self.dtype)
+    if short_dtypes:
+      name = _SHORT.get(name, name)
+    return f"{name}[{','.join(map(str, self.shape))}]"
+
+  def __repr__(self):
+    weak = ", weak_type=True" if self.weak_type else ""
+    return f"ShapedArray({self.str_short()}{weak})"
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def at_least_vspace(self):
+    """The aval of this value's tangents (float0 for integer and bool values)."""
+    return ShapedArray(self.shape, tangent_dtype(self.dtype), self.weak_type)
+
+
+def tangent_dtype(dtype):
+  if dtypes.issubdtype(dtype, np.inexact):
+    return dtype
+  return dtypes.float0
+
+
+class ConcreteArray(ShapedArray):
+  """A ShapedArray that also knows its value (2020 API; seen in printed tracers)."""
+  __slots__ = ("val",)
+  array_abstraction_level = 0
+
+  def __init__(self, val, weak_type=False, dtype=None):
+    val = np.asarray(val) if dtype is None else np.asarray(val, dtype)
+    super().__init__(val.shape, val.dtype, weak_type)
+    self.val = val
+
+  def __eq__(self, other):
+    return self is other
+
+  def __hash__(self):
+    return id(self)
+
+  def __repr__(self):
+    weak = ", weak_type=True" if self.weak_type else ""
+    return f"ConcreteArray({self.val}, dtype={self.dtype.name}{weak})"
+
+
+def raise_to_shaped(aval, weak_type=None):
+  if type(aval) is ShapedArray and weak_type is None:
+    return aval
+  return ShapedArray(aval.shape, aval.dtype,
+                     aval.weak_type if weak_type is None else weak_type)
+
+
+# ---- concrete value -> aval ----
+
+pytype_aval_mappings = {}
+
+
+def _scalar_aval(x):
+  dt = dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[type(x)])
+  return ShapedArray((), dt, type(x) is not bool)
+
+
+def _numpy_aval(x):
+  return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+
+
+for _t in (int, float, complex, bool):
+  pytype_aval_mappings[_t] = _scalar_aval
+pytype_aval_mappings[np.ndarray] = _numpy_aval
+for _t in set(np.sctypeDict.values()):
+  pytype_aval_mappings[_t] = _numpy_aval
+for _name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4", "uint4"):
+  try:
+    import ml_dtypes
+    pytype_aval_mappings[getattr(ml_dtypes, _name)] = _numpy_aval
+  except (ImportError, AttributeError):
+    pass
+
+
+def get_aval(x):
+  """The aval of a concrete value or tracer; TypeError names unsupported types."""
+  fn = pytype_aval_mappings.get(type(x))
+  if fn is not None:
+    return fn(x)
+  aval = getattr(x, "aval", None)
+  if aval is not None:
+    return aval
+  for t in type(x).__mro__[1:]:
+    fn = pytype_aval_mappings.get(t)
+    if fn is not None:
+      return fn(x)
+  if hasattr(x, "__jax_array__"):
+    return get_aval(x.__jax_array__())
+  raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
+
+
+def is_valid_jaxtype(x):
+  try:
+    get_aval(x)
+    return True
+  except TypeError:
+    return False
+
+
+def canonicalize_shape(shape, context=""):
+  """Turn a user shape into a tuple of ints, with the seed's error for traced sizes."""
+  from tracejax._src.core.trace import Tracer  # lazy: trace imports this module
+  from tracejax._src.errors import NonConcreteShapeError
+  try:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+      return (int(shape),)
+    return tuple(int(operator_index(d)) for d in shape)
+  except TypeError:
+    pass
+  if not isinstance(shape, (tuple, list)):
+    shape = (shape,)
+  if any(isinstance(d, Tracer) for d in shape):
+    raise NonConcreteShapeError(tuple(shape))
+  raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got {shape}.")
+
+
+def operator_index(d):
+  import operator
+  if isinstance(d, (bool, np.bool_)):
+    raise TypeError("boolean shape entry")
+  return operator.index(d)
+
+
+_ = config  # config is read by later helpers through this module's users

@@ -1,0 +1,201 @@
+"""Primitives, traces and tracers, and the trace context ("stackless" dispatch).
+
+There is one *current trace* (per thread). `Primitive.bind` hands the
+primitive to it. A trace that transforms (JVP, batching) runs its rules with
+the current trace set to its *parent*, so the primitives its rules bind go one
+level out. A trace treats any value that is not one of its own tracers as a
+constant: that is all "lifting" is. `EvalTrace` is the root: it runs `impl`.
+"""
+import contextlib
+import threading
+
+import numpy as np
+
+from tracejax._src import errors
+from tracejax._src.core import avals as avals_mod
+
+
+class Primitive:
+  """A named operation: the unit that every transformation has a rule for."""
+  multiple_results = False
+  call_primitive = False
+  map_primitive = False
+
+  def __init__(self, name):
+    self.name = name
+
+  def __repr__(self):
+    return self.name
+
+  def bind(self, *args, **params):
+    """Apply the primitive to `args` in the current trace."""
+    return _ctx.trace.process_primitive(self, args, params)
+
+  def bind_with_trace(self, trace, args, params):
+    with set_current_trace(trace):
+      return trace.process_primitive(self, args, params)
+
+  def def_impl(self, impl):
+    """Set the concrete evaluation rule; returns `impl` (usable as a decorator)."""
+    self.impl = impl
+    return impl
+
+  def def_abstract_eval(self, abstract_eval):
+    """Set the shape/dtype rule `(*avals, **params) -> aval(s)`; returns it."""
+    self.abstract_eval = abstract_eval
+    return abstract_eval
+
+  def impl(self, *args, **params):
+    raise NotImplementedError(f"Evaluation rule for '{self.name}' not implemented")
+
+  def abstract_eval(self, *args, **params):
+    raise NotImplementedError(f"Abstract evaluation for '{self.name}' not implemented")
+
+  def out_avals(self, avals_in, params):
+    """Abstract evaluation, always as a list of ShapedArrays."""
+    out = self.abstract_eval(*avals_in, **params)
+    if self.multiple_results:
+      return [avals_mod.raise_to_shaped(a) for a in out]
+    return [avals_mod.raise_to_shaped(out)]
+
+
+# ---- traces ----
+
+class Trace:
+  """An interpreter of primitives. `parent` is where its rules' primitives go."""
+  parent = None
+  level = 0
+
+  def process_primitive(self, primitive, args, params):
+    raise NotImplementedError
+
+  def __repr__(self):
+    return f"{type(self).__name__}(level={self.level}/0)"
+
+
+class EvalTrace(Trace):
+  """The root trace: primitives applied to concrete values run their impl."""
+
+  def process_primitive(self, primitive, args, params):
+    for x in args:
+      if isinstance(x, Tracer):
+        raise errors.UnexpectedTracerError(x)
+    return primitive.impl(*args, **params)
+
+
+eval_trace = EvalTrace()
+
+
+class _TraceContext(threading.local):
+  def __init__(self):
+    self.trace = eval_trace
+
+
+_ctx = _TraceContext()
+
+
+def current_trace():
+  return _ctx.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace):
+  prev = _ctx.trace
+  _ctx.trace = trace
+  try:
+    yield trace
+  finally:
+    _ctx.trace = prev
+
+
+def bind(primitive, *args, **params):
+  return _ctx.trace.process_primitive(primitive, args, params)
+
+
+# ---- tracers ----
+
+class Tracer:
+  """A value seen by a trace. Operators and array methods are attached by jax.numpy."""
+  __slots__ = ("_trace",)
+  __array_priority__ = 1000
+
+  @property
+  def aval(self):
+    raise NotImplementedError
+
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+  ndim = property(lambda self: len(self.aval.shape))
+  size = property(lambda self: self.aval.size)
+  weak_type = property(lambda self: self.aval.weak_type)
+
+  def to_concrete_value(self):
+    """The concrete value behind this tracer, if the trace knows one, else None."""
+    return None
+
+  def __repr__(self):
+    return f"Traced<{self.aval}>with<{self._trace}>"
+
+  def __len__(self):
+    return len(self.aval)
+
+  def __bool__(self):
+    v = self.to_concrete_value()
+    if v is None:
+      raise errors.TracerBoolConversionError(self)
+    return bool(v)
+
+  def __int__(self):
+    v = self.to_concrete_value()
+    if v is None:
+      raise errors.TracerIntegerConversionError(self)
+    return int(v)
+
+  def __index__(self):
+    v = self.to_concrete_value()
+    if v is None or not np.issubdtype(self.dtype, np.integer):
+      raise errors.TracerIntegerConversionError(self)
+    return int(v)
+
+  def __float__(self):
+    v = self.to_concrete_value()
+    if v is None:
+      raise errors.ConcretizationTypeError(self, "float() of a traced value.")
+    return float(v)
+
+  def __complex__(self):
+    v = self.to_concrete_value()
+    if v is None:
+      raise errors.ConcretizationTypeError(self, "complex() of a traced value.")
+    return complex(v)
+
+  def __array__(self, dtype=None, copy=None):
+    v = self.to_concrete_value()
+    if v is None:
+      raise errors.TracerArrayConversionError(self)
+    return np.asarray(v, dtype)
+
+  __hash__ = None  # tracers are unhashable, like arrays
+
+  def __setitem__(self, idx, val):
+    raise TypeError(
+        f"'{type(self).__name__}' object does not support item assignment. JAX arrays "
+        "are immutable; perhaps you want jax.ops.index_update or jax.ops.index_add "
+        "instead? (or x.at[idx].set(val))")
+
+  def __reduce__(self):
+    raise TypeError("Tracers cannot be pickled.")
+
+
+def is_concrete(x):
+  return not isinstance(x, Tracer) or x.to_concrete_value() is not None
+
+
+def concrete_or_error(fn, x, context=""):
+  """`fn(x)` on the concrete value of `x`, or a ConcretizationTypeError."""
+  if isinstance(x, Tracer):
+    v = x.to_concrete_value()
+    if v is None:
+      raise errors.ConcretizationTypeError(x, context)
+    x = v
+  return fn(x) if fn is not None else x

@@ -1,0 +1,125 @@
+"""Eager execution: a primitive applied outside `jit` runs as its own small XLA program.
+
+Each (primitive, params, input avals) is lowered and compiled once, then only
+dispatched. Execution is asynchronous: the result Arrays may still be
+computing when they are returned.
+"""
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src.config import config
+from tracejax._src.core import avals as avals_mod
+from tracejax._src.core import ir
+from tracejax._src.core.trace import Tracer
+from tracejax._src import errors
+from tracejax._src.interpreters import lowering
+from tracejax._src.runtime import backend
+from tracejax._src.runtime.array import Array
+
+_cache = {}
+
+
+def _params_key(params):
+  try:
+    key = tuple(params.items())
+    hash(key)
+    return key
+  except TypeError:
+    return tuple((k, _hashable(v)) for k, v in params.items())
+
+
+def _hashable(v):
+  try:
+    hash(v)
+    return v
+  except TypeError:
+    if isinstance(v, (list, tuple)):
+      return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+      return tuple((k, _hashable(x)) for k, x in sorted(v.items()))
+    if isinstance(v, np.ndarray):
+      return (v.shape, v.dtype.str, v.tobytes())
+    return id(v)
+
+
+# ---- values to device buffers ----
+
+_scalar_bufs = {}
+
+
+def to_buffer(x, aval, device=None):
+  """The device buffer for argument `x` (an Array, NumPy value or Python scalar)."""
+  if type(x) is Array:
+    return x._buf
+  if isinstance(x, Tracer):
+    raise errors.UnexpectedTracerError(x)
+  if isinstance(x, Array):
+    return x._buf
+  if not aval.shape:  # small constants recur (1.0, 0, -inf): keep their buffers
+    key = (aval.dtype, np.asarray(x, aval.dtype).tobytes(), device)
+    buf = _scalar_bufs.get(key)
+    if buf is None:
+      if len(_scalar_bufs) > 4096:
+        _scalar_bufs.clear()
+      buf = _scalar_bufs[key] = backend.device_put(np.asarray(x, aval.dtype), device)
+    return buf
+  return backend.device_put(np.asarray(x, aval.dtype), device)
+
+
+def arg_aval(x):
+  if type(x) is Array:
+    return x.aval
+  if isinstance(x, Tracer):
+    raise errors.UnexpectedTracerError(x)
+  return avals_mod.get_aval(x)
+
+
+# ---- applying one primitive ----
+
+class _Compiled:
+  __slots__ = ("exe", "out_avals")
+
+  def __init__(self, exe, out_avals):
+    self.exe, self.out_avals = exe, out_avals
+
+
+def apply_primitive(prim, *args, **params):
+  """The eager implementation of every lax primitive."""
+  avals = tuple(arg_aval(x) for x in args)
+  key = (prim, _params_key(params), avals)
+  entry = _cache.get(key)
+  if entry is None:
+    entry = _cache[key] = _compile_primitive(prim, avals, params)
+  bufs = [to_buffer(x, a) for x, a in zip(args, avals)]
+  outs = entry.exe.execute(bufs)
+  results = [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+  if config.jax_debug_nans or config.jax_debug_infs:
+    check_nans(prim.name, results)
+  return results if prim.multiple_results else results[0]
+
+
+def _compile_primitive(prim, avals, params):
+  out_avals = prim.out_avals(list(avals), params)
+  invars = [ir.Var(a) for a in avals]
+  outvars = [ir.Var(a) for a in out_avals]
+  jaxpr = ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, prim, params)])
+  text, _ = lowering.lower_jaxpr(jaxpr, name=prim.name)
+  exe = backend.compile(text, [(a.shape, a.dtype) for a in out_avals])
+  return _Compiled(exe, out_avals)
+
+
+def check_nans(name, arrays):
+  """Raise FloatingPointError if any inexact output holds a NaN (or inf, if asked)."""
+  for x in arrays:
+    if not isinstance(x, Array) or not dtypes.issubdtype(x.dtype, np.inexact):
+      continue
+    v = np.asarray(x)
+    if config.jax_debug_nans and np.isnan(v).any():
+      raise FloatingPointError(f"invalid value (nan) encountered in {name}")
+    if config.jax_debug_infs and np.isinf(v).any():
+      raise FloatingPointError(f"invalid value (inf) encountered in {name}")
+
+
+def clear_cache():
+  _cache.clear()
+  _scalar_bufs.clear()

@@ -1,0 +1,139 @@
+"""Staging: tracing Python functions into jaxprs (the trace that `jit` runs).
+
+Every primitive applied under a `DynamicJaxprTrace` becomes an equation.
+Values that are not this trace's tracers are constants: scalars are written
+inline as literals; arrays and tracers of outer traces become constvars
+(closure conversion), so the caller can pass them in as arguments.
+"""
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src.core import avals as avals_mod
+from tracejax._src.core import ir
+from tracejax._src.core.trace import Trace, Tracer, set_current_trace
+
+
+class DynamicJaxprTracer(Tracer):
+  __slots__ = ("_aval",)
+
+  def __init__(self, trace, aval):
+    self._trace = trace
+    self._aval = aval
+
+  @property
+  def aval(self):
+    return self._aval
+
+
+class DynamicJaxprTrace(Trace):
+  """Records every primitive applied to its tracers as a jaxpr equation."""
+
+  def __init__(self, parent=None):
+    self.parent = parent
+    self.level = (parent.level + 1) if parent is not None else 1
+    self.eqns = []
+    self.invars = []
+    self.tracer_to_var = {}        # id(tracer) -> Var
+    self.tracers = []              # keeps tracers alive while their ids are keys
+    self.const_to_var = {}         # id(const) -> Var
+    self.constvar_vals = []        # [(Var, value)]
+
+  def __repr__(self):
+    return f"DynamicJaxprTrace(level={self.level}/0)"
+
+  def new_arg(self, aval):
+    t = DynamicJaxprTracer(self, aval)
+    v = ir.Var(aval)
+    self.invars.append(v)
+    self._register(t, v)
+    return t
+
+  def _register(self, tracer, var):
+    self.tracer_to_var[id(tracer)] = var
+    self.tracers.append(tracer)
+
+  def getvar(self, x):
+    """The atom (Var or Literal) standing for `x` in the jaxpr being built."""
+    if isinstance(x, DynamicJaxprTracer) and x._trace is self:
+      return self.tracer_to_var[id(x)]
+    var = self.const_to_var.get(id(x))
+    if var is not None:
+      return var
+    if not isinstance(x, Tracer):
+      aval = avals_mod.get_aval(x)
+      if not aval.shape and type(x) in _literalable:
+        return ir.Literal(_literal_value(x, aval), aval)
+    else:
+      aval = avals_mod.raise_to_shaped(x.aval)
+    var = ir.Var(aval)
+    self.const_to_var[id(x)] = var
+    self.constvar_vals.append((var, x))
+    return var
+
+  def process_primitive(self, primitive, args, params):
+    invars = [self.getvar(x) for x in args]
+    out_avals = primitive.out_avals([v.aval for v in invars], params)
+    outs = [DynamicJaxprTracer(self, a) for a in out_avals]
+    outvars = [ir.Var(a) for a in out_avals]
+    for t, v in zip(outs, outvars):
+      self._register(t, v)
+    self.eqns.append(ir.JaxprEqn(invars, outvars, primitive, params))
+    return outs if primitive.multiple_results else outs[0]
+
+  def to_jaxpr(self, out_tracers):
+    outvars = [self.getvar(x) for x in out_tracers]
+    constvars = [v for v, _ in self.constvar_vals]
+    consts = [c for _, c in self.constvar_vals]
+    jaxpr = ir.Jaxpr(constvars, self.invars, outvars, self.eqns)
+    return jaxpr, consts
+
+
+_literalable = {int, float, complex, bool, np.ndarray}
+_literalable.update(set(np.sctypeDict.values()))
+
+
+def _literal_value(x, aval):
+  return np.asarray(x, dtype=aval.dtype)
+
+
+def trace_to_jaxpr(fun, in_avals):
+  """Trace `fun` (flat in, flat out) at `in_avals`; returns (jaxpr, consts, out_avals)."""
+  from tracejax._src.core.trace import current_trace
+  trace = DynamicJaxprTrace(current_trace())
+  in_tracers = [trace.new_arg(a) for a in in_avals]
+  with set_current_trace(trace):
+    outs = fun(*in_tracers)
+  jaxpr, consts = trace.to_jaxpr(list(outs))
+  return jaxpr, consts
+
+
+def closed_call_jaxpr(jaxpr, consts):
+  """Turn constvars into leading invars: `(jaxpr with no constvars, consts as args)`."""
+  return ir.Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.outvars,
+                  jaxpr.eqns), consts
+
+
+# ---- dead code elimination ----
+
+dce_rules = {}
+effectful_primitives = set()
+
+
+def dce_jaxpr(jaxpr, used_outputs=None, prune_invars=False):
+  """Drop equations whose outputs are unused; returns (jaxpr, used_invars)."""
+  if used_outputs is None:
+    used_outputs = [True] * len(jaxpr.outvars)
+  outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+  live = {v for v in outvars if type(v) is ir.Var}
+  new_eqns = []
+  for eqn in reversed(jaxpr.eqns):
+    if eqn.primitive in effectful_primitives or any(v in live for v in eqn.outvars):
+      new_eqns.append(eqn)
+      live.update(v for v in eqn.invars if type(v) is ir.Var)
+  new_eqns.reverse()
+  used_invars = [v in live for v in jaxpr.invars]
+  invars = [v for v, u in zip(jaxpr.invars, used_invars) if u] if prune_invars else jaxpr.invars
+  return ir.Jaxpr(jaxpr.constvars, invars, outvars, new_eqns), used_invars
+
+
+_ = (dtypes, np)

@@ -1,0 +1,396 @@
+"""`jit`: trace once per argument signature, compile with XLA, then only dispatch.
+
+Outside any transformation a jitted call takes the fast path: flatten the
+arguments, look the signature (tree structure, avals, static values) up in the
+function's cache, and execute. Under a transformation (or when an argument is
+a tracer), the traced jaxpr is bound as the `xla_call` primitive so the outer
+trace sees one call equation, as the seeds print it.
+"""
+import functools
+import inspect
+import warnings
+import weakref
+
+import numpy as np
+
+from tracejax._src import dtypes, errors, tree_util, util
+from tracejax._src.config import config
+from tracejax._src.core import avals as avals_mod
+from tracejax._src.core import ir
+from tracejax._src.core.trace import Primitive, Tracer, current_trace, eval_trace
+from tracejax._src import dispatch
+from tracejax._src.interpreters import lowering, staging
+from tracejax._src.runtime import backend
+from tracejax._src.runtime.array import Array
+
+
+# ---- the xla_call primitive (a nested jit inside a traced function) ----
+
+xla_call_p = Primitive("xla_call")
+xla_call_p.multiple_results = True
+xla_call_p.call_primitive = True
+
+
+def _xla_call_abstract_eval(*avals, call_jaxpr, **_):
+  return [v.aval for v in call_jaxpr.outvars]
+
+
+xla_call_p.def_abstract_eval(_xla_call_abstract_eval)
+
+_call_exes = weakref.WeakKeyDictionary()   # call_jaxpr -> {avals: _Compiled}
+
+
+def _xla_call_impl(*args, call_jaxpr, name, device=None, backend=None, donated_invars=None):
+  avals = tuple(dispatch.arg_aval(x) for x in args)
+  per_jaxpr = _call_exes.setdefault(call_jaxpr, {})
+  entry = per_jaxpr.get(avals)
+  if entry is None:
+    entry = per_jaxpr[avals] = _compile_jaxpr(call_jaxpr, name)
+  bufs = [dispatch.to_buffer(x, a) for x, a in zip(args, avals)]
+  outs = [Array(b, a) for b, a in zip(entry.exe.execute(bufs), entry.out_avals)]
+  if config.jax_debug_nans or config.jax_debug_infs:
+    _check_nans_op_by_op(call_jaxpr, [], args, outs, name)
+  return outs
+
+
+xla_call_p.def_impl(_xla_call_impl)
+
+
+def _xla_call_lowering(ctx, *args, call_jaxpr, **_):
+  return lowering.jaxpr_subcomp(ctx.module_context, call_jaxpr, [], args)
+
+
+lowering.register_lowering(xla_call_p, _xla_call_lowering)
+
+
+def _compile_jaxpr(jaxpr, name, donated=None):
+  text, _ = lowering.lower_jaxpr(jaxpr, name=f"jit_{name}", donated=donated)
+  out_avals = [v.aval for v in jaxpr.outvars]
+  exe = backend.compile(text, [(a.shape, a.dtype) for a in out_avals])
+  return dispatch._Compiled(exe, out_avals)
+
+
+def _check_nans_op_by_op(jaxpr, consts, args, outs, name):
+  """On a NaN in a jitted result, re-run op by op so the error names the primitive."""
+  try:
+    dispatch.check_nans(name, outs)
+  except FloatingPointError:
+    ir.eval_jaxpr(jaxpr, consts, *args)  # raises at the first primitive that made a NaN
+    raise
+
+
+# ---- static arguments ----
+
+class _IdentityKey:
+  """Stands for an unhashable static argument: equal only to itself."""
+  __slots__ = ("obj",)
+
+  def __init__(self, obj):
+    self.obj = obj
+
+  def __hash__(self):
+    return id(self.obj)
+
+  def __eq__(self, other):
+    return type(other) is _IdentityKey and other.obj is self.obj
+
+
+def _static_key(value, where, fun):
+  try:
+    hash(value)
+    return value
+  except TypeError:
+    warnings.warn(
+        f"Static argument {where} of type {type(value)} for function {util.fun_name(fun)} "
+        "is not hashable; it is compared by identity, so each new object retraces. "
+        "Pass hashable values (tuples, numbers, strings) as static arguments.",
+        stacklevel=4)
+    return _IdentityKey(value)
+
+
+# ---- the jitted function ----
+
+class _Entry:
+  __slots__ = ("exe", "out_avals", "out_tree", "const_bufs", "jaxpr", "consts")
+
+
+def _arg_aval(x, fun, path):
+  if type(x) is Array:
+    return x.aval
+  try:
+    return avals_mod.get_aval(x)
+  except TypeError:
+    raise TypeError(
+        f"Argument {path} of type {type(x)} passed to jitted function "
+        f"{util.fun_name(fun)} is not a valid JAX type (arrays, NumPy arrays, Python "
+        "scalars, and pytrees of them). Mark it static with static_argnums or "
+        "static_argnames if it is a Python value.") from None
+
+
+class Jitted:
+  """The callable returned by `jit`; also offers `.lower(*args)`."""
+
+  def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
+               device=None, backend=None, inline=False, keep_unused=False):
+    if not callable(fun):
+      raise TypeError(f"jit expects a callable, got {fun!r}")
+    self.fun = fun
+    self.static_argnums = _normalize_argnums(static_argnums, "static_argnums")
+    if isinstance(static_argnames, str):
+      static_argnames = (static_argnames,)
+    self.static_argnames = tuple(static_argnames)
+    self.donate_argnums = _normalize_argnums(donate_argnums, "donate_argnums")
+    self.device, self.backend = device, backend
+    self._cache = {}
+    self._name = util.fun_name(fun)
+    try:
+      self._sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+      self._sig = None
+    functools.update_wrapper(self, fun, updated=())
+
+  def __get__(self, obj, objtype=None):
+    if obj is None:
+      return self
+    return functools.partial(self, obj)
+
+  def __repr__(self):
+    return f"<jitted function {self._name}>"
+
+  # -- argument handling --
+
+  def _split(self, args, kwargs):
+    """(dynamic positional args, dynamic kwargs, static key, static values)."""
+    snums, snames = self.static_argnums, self.static_argnames
+    if not snums and not snames:
+      return args, kwargs, (), None
+    nargs = len(args)
+    static_pos = []
+    for i in snums:
+      j = i + nargs if i < 0 else i
+      if j >= nargs or j < 0:
+        if self._sig is not None and not self._static_has_default(i):
+          raise ValueError(
+              f"jitted function {self._name} has static_argnums={snums}, but was called "
+              f"with only {nargs} positional arguments.")
+        continue
+      static_pos.append(j)
+    dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
+    skeys, svals = [], []
+    for j in sorted(static_pos):
+      skeys.append(_static_key(args[j], f"at position {j}", self.fun))
+      svals.append((j, args[j]))
+    dkw = kwargs
+    if snames and kwargs:
+      dkw = {k: v for k, v in kwargs.items() if k not in snames}
+      for k in sorted(kwargs):
+        if k in snames:
+          skeys.append((k, _static_key(kwargs[k], f"'{k}'", self.fun)))
+          svals.append((k, kwargs[k]))
+    return dyn, dkw, tuple(skeys), svals
+
+  def _static_has_default(self, i):
+    params = list(self._sig.parameters.values())
+    return i < len(params) and params[i].default is not inspect.Parameter.empty
+
+  def _merge(self, dyn, dkw, svals):
+    if not svals:
+      return dyn, dkw
+    args = list(dyn)
+    kwargs = dict(dkw)
+    for k, v in svals:
+      if isinstance(k, int):
+        args.insert(k, v)
+      else:
+        kwargs[k] = v
+    return tuple(args), kwargs
+
+  # -- tracing and compiling --
+
+  def _trace(self, in_tree, in_avals, svals):
+    out_store = []
+
+    def flat_fun(*flat_args):
+      dyn, dkw = tree_util.tree_unflatten(in_tree, flat_args)
+      args, kwargs = self._merge(dyn, dkw, svals)
+      out = self.fun(*args, **kwargs)
+      leaves, out_tree = tree_util.tree_flatten(out)
+      for i, x in enumerate(leaves):
+        if not isinstance(x, Tracer) and not avals_mod.is_valid_jaxtype(x):
+          raise TypeError(f"jitted function {self._name} returned a value of type "
+                          f"{type(x)} at output leaf {i}, which is not a valid JAX type.")
+      out_store.append(out_tree)
+      return leaves
+
+    jaxpr, consts = staging.trace_to_jaxpr(flat_fun, in_avals)
+    if config.jax_enable_checks:
+      ir.check_jaxpr(jaxpr)
+    return jaxpr, consts, out_store[0]
+
+  def _donated(self, dyn, dkw):
+    if not self.donate_argnums:
+      return None
+    flags = []
+    for i, a in enumerate(dyn):
+      flags += [i in self.donate_argnums] * len(tree_util.tree_leaves(a))
+    flags += [False] * len(tree_util.tree_leaves(dkw))
+    return flags
+
+  def _compile(self, key, in_tree, in_avals, svals, dyn, dkw):
+    jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)
+    e = _Entry()
+    e.jaxpr, e.consts, e.out_tree = jaxpr, consts, out_tree
+    if any(isinstance(c, Tracer) for c in consts):
+      return e  # closes over an outer trace's values: goes through xla_call
+    donated = self._donated(dyn, dkw)
+    compiled = _compile_jaxpr(jaxpr, self._name, donated)
+    e.exe, e.out_avals = compiled.exe, compiled.out_avals
+    e.const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c)) for c in consts]
+    self._cache[key] = e
+    return e
+
+  # -- calling --
+
+  def __call__(self, *args, **kwargs):
+    if config.jax_disable_jit:
+      return self.fun(*args, **kwargs)
+    dyn, dkw, skey, svals = self._split(args, kwargs)
+    leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
+    if current_trace() is not eval_trace or any(isinstance(x, Tracer) for x in leaves):
+      return self._call_traced(leaves, in_tree, skey, svals)
+    in_avals = tuple(_arg_aval(x, self.fun, i) for i, x in enumerate(leaves))
+    key = (in_tree, skey, in_avals)
+    e = self._cache.get(key)
+    if e is None:
+      e = self._compile(key, in_tree, in_avals, svals, dyn, dkw)
+      if not hasattr(e, "exe"):
+        return self._call_traced(leaves, in_tree, skey, svals, e)
+    bufs = e.const_bufs + [dispatch.to_buffer(x, a) for x, a in zip(leaves, in_avals)]
+    outs = [Array(b, a) for b, a in zip(e.exe.execute(bufs), e.out_avals)]
+    if config.jax_debug_nans or config.jax_debug_infs:
+      _check_nans_op_by_op(e.jaxpr, e.consts, leaves, outs, self._name)
+    return tree_util.tree_unflatten(e.out_tree, outs)
+
+  def _call_traced(self, leaves, in_tree, skey, svals, entry=None):
+    in_avals = tuple(avals_mod.raise_to_shaped(avals_mod.get_aval(x)) for x in leaves)
+    if entry is None:
+      key = ("traced", in_tree, skey, in_avals)
+      entry = self._cache.get(key)
+      if entry is None:
+        jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)
+        entry = _Entry()
+        entry.jaxpr, entry.consts, entry.out_tree = jaxpr, consts, out_tree
+        if not any(isinstance(c, Tracer) for c in consts):
+          self._cache[key] = entry
+    call_jaxpr, const_args = staging.closed_call_jaxpr(entry.jaxpr, entry.consts)
+    outs = xla_call_p.bind(*const_args, *leaves, call_jaxpr=call_jaxpr, name=self._name,
+                           device=self.device, backend=self.backend)
+    return tree_util.tree_unflatten(entry.out_tree, outs)
+
+  # -- ahead-of-time stages --
+
+  def lower(self, *args, **kwargs):
+    """Trace and lower for these arguments; returns a `Lowered` (`.as_text()`, `.compile()`)."""
+    dyn, dkw, skey, svals = self._split(args, kwargs)
+    leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
+    in_avals = tuple(avals_mod.raise_to_shaped(_arg_aval(x, self.fun, i))
+                     for i, x in enumerate(leaves))
+    jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)
+    text, _ = lowering.lower_jaxpr(jaxpr, name=f"jit_{self._name}",
+                                   donated=self._donated(dyn, dkw))
+    return Lowered(self, text, jaxpr, consts, in_tree, out_tree, in_avals)
+
+  def eval_shape(self, *args, **kwargs):
+    return self.lower(*args, **kwargs).out_info
+
+  def trace(self, *args, **kwargs):
+    return self.lower(*args, **kwargs)
+
+  def clear_cache(self):
+    self._cache.clear()
+
+
+class Lowered:
+  """A jitted function lowered to StableHLO for one argument signature."""
+
+  def __init__(self, jitted, text, jaxpr, consts, in_tree, out_tree, in_avals):
+    self._jitted, self._text, self.jaxpr, self.consts = jitted, text, jaxpr, consts
+    self.in_tree, self.out_tree, self.in_avals = in_tree, out_tree, in_avals
+
+  @property
+  def out_info(self):
+    from tracejax._src.api import ShapeDtypeStruct
+    return tree_util.tree_unflatten(
+        self.out_tree, [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in self.jaxpr.outvars])
+
+  def as_text(self, dialect=None):
+    """The StableHLO module as MLIR text."""
+    return self._text
+
+  def compiler_ir(self, dialect=None):
+    return backend.parse_module(self._text)
+
+  def compile(self):
+    out_avals = [v.aval for v in self.jaxpr.outvars]
+    exe = backend.compile(self._text, [(a.shape, a.dtype) for a in out_avals])
+    return Compiled(exe, out_avals, self.consts, self.in_tree, self.out_tree, self.in_avals)
+
+
+class Compiled:
+  """An executable for one argument signature; call it with matching arguments."""
+
+  def __init__(self, exe, out_avals, consts, in_tree, out_tree, in_avals):
+    self._exe, self._out_avals, self._in_tree = exe, out_avals, in_tree
+    self._out_tree, self._in_avals = out_tree, in_avals
+    self._const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c)) for c in consts]
+
+  def as_text(self):
+    return self._exe.exe.get_hlo_text() if hasattr(self._exe.exe, "get_hlo_text") else ""
+
+  def cost_analysis(self):
+    return self._exe.exe.cost_analysis()
+
+  def __call__(self, *args, **kwargs):
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    if in_tree != self._in_tree:
+      raise TypeError(f"Compiled function called with argument structure {in_tree}, "
+                      f"but it was compiled for {self._in_tree}.")
+    avals = [avals_mod.get_aval(x) for x in leaves]
+    for i, (a, b) in enumerate(zip(avals, self._in_avals)):
+      if a.shape != b.shape or a.dtype != b.dtype:
+        raise TypeError(f"Compiled function argument {i} has type {a.str_short()}, but it "
+                        f"was compiled for {b.str_short()}.")
+    bufs = self._const_bufs + [dispatch.to_buffer(x, a) for x, a in zip(leaves, self._in_avals)]
+    outs = [Array(b, a) for b, a in zip(self._exe.execute(bufs), self._out_avals)]
+    return tree_util.tree_unflatten(self._out_tree, outs)
+
+
+def _normalize_argnums(argnums, name):
+  if argnums is None:
+    return ()
+  if isinstance(argnums, int):
+    return (argnums,)
+  try:
+    return tuple(int(i) for i in argnums)
+  except TypeError:
+    raise TypeError(f"{name} must be an int or a sequence of ints, got {argnums!r}") from None
+
+
+def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
+        device=None, backend=None, inline=False, keep_unused=False):
+  """Compile `fun` with XLA; traces once per argument shape/dtype/static values.
+
+  Usable as `jit(f)`, `@jit` or `@jit(static_argnums=...)` (and with
+  `functools.partial(jit, static_argnums=...)`).
+
+  >>> f = jit(lambda x: x * 2.)
+  >>> f(3.)
+  DeviceArray(6., dtype=float32)
+  """
+  if fun is None:
+    return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                         donate_argnums=donate_argnums, device=device, backend=backend)
+  return Jitted(fun, static_argnums, static_argnames, donate_argnums, device, backend)
+
+
+_ = (np, dtypes, errors)

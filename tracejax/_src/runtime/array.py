@@ -1,0 +1,141 @@
+"""`tracejax.Array` (alias `DeviceArray`): an immutable array that lives on a device.
+
+The buffer is a jaxlib array; it is fetched to NumPy only when a value is
+needed (printing, `__array__`, `float()`, branching), and the fetched copy is
+kept. Operations dispatch asynchronously: an Array may still be computing.
+Operators and NumPy-style methods are attached by `tracejax.numpy`.
+"""
+import numpy as np
+
+from tracejax._src.core import avals as avals_mod
+from tracejax._src.runtime import backend
+
+
+class Array:
+  """A device-resident, immutable array (the 2020 documents call it DeviceArray)."""
+  __slots__ = ("_buf", "aval", "_npy", "__weakref__")
+  __array_priority__ = 100
+
+  def __init__(self, buf, aval):
+    self._buf = buf
+    self.aval = aval
+    self._npy = None
+
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+  ndim = property(lambda self: len(self.aval.shape))
+  size = property(lambda self: self.aval.size)
+  weak_type = property(lambda self: self.aval.weak_type)
+
+  @property
+  def _value(self):
+    v = self._npy
+    if v is None:
+      if backend.needs_bitcast_fetch(self.aval.dtype):
+        v = backend.fetch_via_bitcast(self._buf, self.aval.shape, self.aval.dtype)
+      else:
+        v = backend.to_numpy(self._buf)
+      v.flags.writeable = False if v.flags.owndata or v.base is not None else v.flags.writeable
+      self._npy = v
+    return v
+
+  def __array__(self, dtype=None, copy=None):
+    v = self._value
+    if copy:
+      return np.array(v, dtype=dtype, copy=True)
+    return v if dtype is None else v.astype(dtype)
+
+  def block_until_ready(self):
+    """Wait until the value is computed; returns the array itself."""
+    self._buf.block_until_ready()
+    return self
+
+  def copy_to_host_async(self):
+    self._buf.copy_to_host_async()
+
+  def is_deleted(self):
+    return self._buf.is_deleted()
+
+  def delete(self):
+    self._buf.delete()
+
+  def device(self):
+    return backend.buffer_device(self._buf)
+
+  def devices(self):
+    return {backend.buffer_device(self._buf)}
+
+  def device_buffer(self):
+    return self
+
+  def __repr__(self):
+    v = self._value
+    if v.size == 0:
+      body = f"[], shape={v.shape}"
+    else:
+      body = np.array2string(v, separator=", ", prefix="DeviceArray(")
+    return f"DeviceArray({body}, dtype={self.dtype.name})"
+
+  def __str__(self):
+    return str(self._value)
+
+  def __format__(self, spec):
+    if self.ndim == 0:
+      return format(self._value[()], spec)
+    return format(self._value, spec)
+
+  def item(self, *args):
+    return self._value.item(*args)
+
+  def tolist(self):
+    return self._value.tolist()
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def __bool__(self):
+    return bool(self._value)
+
+  def __int__(self):
+    return int(self._value)
+
+  def __float__(self):
+    return float(self._value)
+
+  def __complex__(self):
+    return complex(self._value)
+
+  def __index__(self):
+    if not np.issubdtype(self.dtype, np.integer):
+      raise TypeError(f"only integer arrays can be converted to an index, got {self.dtype}")
+    return int(self._value)
+
+  __hash__ = None
+
+  def __setitem__(self, idx, value):
+    raise TypeError(
+        f"'{type(self)}' object does not support item assignment. JAX arrays are "
+        "immutable; perhaps you want jax.ops.index_update or jax.ops.index_add instead?")
+
+  def __reduce__(self):
+    return (_reconstruct, (np.asarray(self._value), self.aval.weak_type))
+
+  def __dlpack__(self, *args, **kw):
+    return np.asarray(self._value).__dlpack__(*args, **kw)
+
+
+def _reconstruct(value, weak_type):
+  return from_numpy(value, weak_type=weak_type)
+
+
+DeviceArray = Array
+avals_mod.pytype_aval_mappings[Array] = lambda x: x.aval
+
+
+def from_numpy(x, weak_type=False, device=None, dtype=None):
+  """An Array holding a copy of NumPy array `x` (already of a canonical dtype)."""
+  x = np.asarray(x) if dtype is None else np.asarray(x, dtype)
+  return Array(backend.device_put(x, device),
+               avals_mod.ShapedArray(x.shape, x.dtype, weak_type))

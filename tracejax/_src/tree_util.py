@@ -122,7 +122,10 @@ def _flatten(x, append, is_leaf):
         else _flatten(c, append, is_leaf) for c in x]))
   if k == _K_DICT:
     keys = _sorted_keys(x)
-    return (t, keys, tuple([_flatten(x[key], append, is_leaf) for key in keys]))
+    # Same inline-leaf shortcut as for sequences.
+    return (t, keys, tuple([
+        None if (_kind_get(type(v := x[key])) == _K_LEAF and append(v) is None)
+        else _flatten(v, append, is_leaf) for key in keys]))
   if k == _K_NONE:
     return _NONE_NODE
   if k == _K_ORDEREDDICT:

@@ -162,3 +162,530 @@ def block_until_ready(x):
 
 
 _ = config
+
+
+# =============================================================================
+# Differentiation
+# =============================================================================
+
+from tracejax._src.interpreters import ad, batching  # noqa: E402
+
+
+def _check_tangent(p, t, i):
+  pa, ta = _abstractify(p), _abstractify(t)
+  expected = pa.at_least_vspace()
+  if ta.shape != pa.shape:
+    raise ValueError(f"jvp called with different primal and tangent shapes at leaf {i}: "
+                     f"primal {pa.str_short()}, tangent {ta.str_short()}")
+  if ta.dtype != expected.dtype:
+    raise TypeError(f"primal and tangent arguments to jax.jvp do not match; dtypes must be "
+                    f"equal, or in case of int/bool primal dtype the tangent dtype must be "
+                    f"float0. Got primal dtype {pa.dtype.name} and so expected tangent dtype "
+                    f"{expected.dtype.name}, but got tangent dtype {ta.dtype.name} instead.")
+
+
+def _zeros_to_values(ts, avals):
+  return [ad.zeros_like_aval(a) if type(t) is ad.Zero else t for t, a in zip(ts, avals)]
+
+
+def _flatten_fun(fun, in_tree, store):
+  def flat(*args):
+    a, kw = tree_util.tree_unflatten(in_tree, args)
+    out = fun(*a, **kw)
+    leaves, tree = tree_util.tree_flatten(out)
+    store.append(tree)
+    return leaves
+  return flat
+
+
+def _flat_fun_args(fun, args):
+  leaves, in_tree = tree_util.tree_flatten(args)
+  store = []
+
+  def flat(*xs):
+    out = fun(*tree_util.tree_unflatten(in_tree, xs))
+    leaves_out, tree = tree_util.tree_flatten(out)
+    store.append(tree)
+    return leaves_out
+  return flat, leaves, in_tree, store
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+  """Forward mode: `(fun(*primals), J(primals) @ tangents)`, pytrees in and out.
+
+  >>> jvp(jnp.sin, (0.,), (1.,))
+  (DeviceArray(0., dtype=float32), DeviceArray(1., dtype=float32))
+  """
+  if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+    raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
+                    f"{type(primals).__name__} and {type(tangents).__name__}.")
+  p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
+  t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+  if p_tree != t_tree:
+    raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+                    f"structure; primals have tree structure {p_tree} whereas tangents have "
+                    f"tree structure {t_tree}.")
+  for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+    _check_tangent(p, t, i)
+  aux_store, store = [], []
+
+  def flat(*xs):
+    out = fun(*tree_util.tree_unflatten(p_tree, xs))
+    if has_aux:
+      out, aux = out
+      aux_store.append(aux)
+    leaves, tree = tree_util.tree_flatten(out)
+    store.append(tree)
+    return leaves
+
+  t_in = [ad.Zero(_abstractify(p).at_least_vspace()) if _is_float0(t) else t
+          for p, t in zip(p_leaves, t_leaves)]
+  p_out, t_out = ad.jvp_flat(flat, p_leaves, t_in)
+  t_out = _zeros_to_values(t_out, [_abstractify(p).at_least_vspace() for p in p_out])
+  out_tree = store[0]
+  res = (tree_util.tree_unflatten(out_tree, p_out), tree_util.tree_unflatten(out_tree, t_out))
+  if has_aux:
+    return res + (_strip_aux(aux_store[0]),)
+  return res
+
+
+def _is_float0(t):
+  return getattr(t, "dtype", None) == dtypes.float0
+
+
+def _strip_aux(aux):
+  return aux
+
+
+def linearize(fun, *primals, has_aux=False):
+  """`(fun(*primals), f_jvp)` where `f_jvp` evaluates the linearized function."""
+  p_leaves, p_tree = tree_util.tree_flatten(primals)
+  store, aux_store = [], []
+
+  def flat(*xs):
+    out = fun(*tree_util.tree_unflatten(p_tree, xs))
+    if has_aux:
+      out, aux = out
+      aux_store.append(aux)
+    leaves, tree = tree_util.tree_flatten(out)
+    store.append(tree)
+    return leaves
+
+  p_out, jaxpr, consts, out_nz, out_t_avals = ad.linearize_flat(flat, p_leaves)
+  out_tree = store[0]
+  in_avals = [_abstractify(p).at_least_vspace() for p in p_leaves]
+
+  def f_jvp(*tangents):
+    t_leaves, t_tree = tree_util.tree_flatten(tangents)
+    if t_tree != p_tree:
+      raise TypeError(f"linearized function called on tangents of structure {t_tree}, "
+                      f"expected {p_tree}")
+    outs = iter(ir.eval_jaxpr(jaxpr, consts, *t_leaves))
+    res = [next(outs) if nz else ad.zeros_like_aval(a) for nz, a in zip(out_nz, out_t_avals)]
+    return tree_util.tree_unflatten(out_tree, res)
+
+  _ = in_avals
+  out = tree_util.tree_unflatten(out_tree, p_out)
+  if has_aux:
+    return out, f_jvp, aux_store[0]
+  return out, f_jvp
+
+
+class _VJPFunction:
+  """The pullback returned by `vjp`: maps output cotangents to input cotangents."""
+
+  def __init__(self, jaxpr, consts, out_nz, out_tree, in_tree, in_avals, out_avals):
+    self.jaxpr, self.consts, self.out_nz = jaxpr, consts, out_nz
+    self.out_tree, self.in_tree, self.in_avals, self.out_avals = (
+        out_tree, in_tree, in_avals, out_avals)
+
+  def __call__(self, *cts):
+    ct = cts[0] if len(cts) == 1 else cts
+    ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+    if ct_tree != self.out_tree:
+      raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
+                      f"structure of primal output {self.out_tree}.")
+    for i, (c, a) in enumerate(zip(ct_leaves, self.out_avals)):
+      ca = _abstractify(c)
+      if ca.shape != a.shape:
+        raise ValueError(f"Shape of cotangent input to vjp pullback function {ca.shape} "
+                         f"must be the same as the shape of corresponding primal input "
+                         f"{a.shape} (output leaf {i}).")
+    lin_cts = [c for c, nz in zip(ct_leaves, self.out_nz) if nz]
+    cts_in = ad.backward_pass(self.jaxpr, self.consts, lin_cts)
+    cts_in = [_ct_value(c, a) for c, a in zip(cts_in, self.in_avals)]
+    return tree_util.tree_unflatten(self.in_tree, cts_in)
+
+
+def _ct_value(c, aval):
+  if type(c) is ad.Zero:
+    return ad.zeros_like_aval(aval)
+  return c
+
+
+def vjp(fun, *primals, has_aux=False):
+  """`(fun(*primals), f_vjp)`; `f_vjp(ct)` returns the cotangents of the primals (a tuple)."""
+  p_leaves, p_tree = tree_util.tree_flatten(primals)
+  store, aux_store = [], []
+
+  def flat(*xs):
+    out = fun(*tree_util.tree_unflatten(p_tree, xs))
+    if has_aux:
+      out, aux = out
+      aux_store.append(aux)
+    leaves, tree = tree_util.tree_flatten(out)
+    store.append(tree)
+    return leaves
+
+  p_out, jaxpr, consts, out_nz, out_t_avals = ad.linearize_flat(flat, p_leaves)
+  out_tree = store[0]
+  in_avals = [_abstractify(p).at_least_vspace() for p in p_leaves]
+  out_avals = [_abstractify(p) for p in p_out]
+  f_vjp = _VJPFunction(jaxpr, consts, out_nz, out_tree, p_tree, in_avals, out_avals)
+  out = tree_util.tree_unflatten(out_tree, p_out)
+  if has_aux:
+    return out, tree_util.Partial(f_vjp), aux_store[0]
+  return out, tree_util.Partial(f_vjp)
+
+
+def _check_input_dtype_grad(holomorphic, allow_int, x, argnum):
+  aval = _abstractify(x)
+  dt = aval.dtype
+  if holomorphic:
+    if not dtypes.issubdtype(dt, np.complexfloating):
+      raise TypeError("grad with holomorphic=True requires inputs with complex dtype, "
+                      f"but got {dt.name}.")
+  if (dtypes.issubdtype(dt, np.integer) or dt == np.bool_) and not allow_int:
+    raise TypeError(f"grad requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
+                    "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def _check_output_grad(holomorphic, out):
+  aval = _abstractify(out)
+  if aval.shape != ():
+    raise TypeError("Gradient only defined for scalar-output functions. Output had shape: "
+                    f"{aval.shape}.")
+  dt = aval.dtype
+  if holomorphic:
+    if not dtypes.issubdtype(dt, np.complexfloating):
+      raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
+                      f"but got {dt.name}.")
+  elif dtypes.issubdtype(dt, np.complexfloating):
+    raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype of "
+                    f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+                    "holomorphic=True. For differentiation of non-holomorphic functions "
+                    "involving complex outputs, use jax.vjp directly.")
+  elif not dtypes.issubdtype(dt, np.floating):
+    raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype of "
+                    f"np.floating), but got {dt.name}. For differentiation of functions with "
+                    "integer outputs, use jax.vjp directly.")
+
+
+def _argnums_split(args, argnums, fun_name):
+  n = len(args)
+  nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+  for i in nums:
+    if not -n <= i < n:
+      raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                      f"{max(nums) + 1} positional arguments to be passed by the caller, but "
+                      f"got only {n} positional arguments.")
+  return tuple(i % n for i in nums)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
+                   reduce_axes=()):
+  """A function returning `(fun(*args), gradient)` (and aux with `has_aux`)."""
+  @util.wraps(fun, docstr="Value and gradient of {fun} with respect to positional "
+              "argument(s) " + str(argnums) + ".")
+  def value_and_grad_f(*args, **kwargs):
+    nums = _argnums_split(args, argnums, fun)
+    dyn = tuple(args[i] for i in nums)
+    for i, x in zip(nums, dyn):
+      for leaf in tree_util.tree_leaves(x):
+        _check_input_dtype_grad(holomorphic, allow_int, leaf, i)
+
+    def f_part(*dargs):
+      full = list(args)
+      for i, a in zip(nums, dargs):
+        full[i] = a
+      return fun(*full, **kwargs)
+
+    if has_aux:
+      ans, f_vjp, aux = vjp(f_part, *dyn, has_aux=True)
+    else:
+      ans, f_vjp = vjp(f_part, *dyn)
+    _check_output_grad(holomorphic, ans)
+    one = _ones_like(ans)
+    g = f_vjp(one)
+    g = g[0] if isinstance(argnums, int) else g
+    g = tree_util.tree_map(_float0_for_ints if allow_int else (lambda x: x), g)
+    return ((ans, aux), g) if has_aux else (ans, g)
+
+  return value_and_grad_f
+
+
+def _ones_like(x):
+  from tracejax._src.lax import structural
+  aval = _abstractify(x)
+  return structural.full(aval.shape, 1, aval.dtype)
+
+
+def _float0_for_ints(x):
+  return x
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+  """The gradient of scalar-valued `fun` with respect to positional argument(s) `argnums`.
+
+  >>> grad(jnp.tanh)(0.2)
+  DeviceArray(0.96104515, dtype=float32)
+  """
+  vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+  @util.wraps(fun, docstr="Gradient of {fun} with respect to positional argument(s) "
+              + str(argnums) + ".")
+  def grad_f(*args, **kwargs):
+    if has_aux:
+      (_, aux), g = vg(*args, **kwargs)
+      return g, aux
+    _, g = vg(*args, **kwargs)
+    return g
+  return grad_f
+
+
+# ---- Jacobians and Hessians ----
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+  """The Jacobian of `fun` by forward mode (vmap of jvp over the input basis)."""
+  def jacfun(*args, **kwargs):
+    nums = _argnums_split(args, argnums, fun)
+    dyn = tuple(args[i] for i in nums)
+
+    def f_part(*dargs):
+      full = list(args)
+      for i, a in zip(nums, dargs):
+        full[i] = a
+      return fun(*full, **kwargs)
+
+    leaves, tree = tree_util.tree_flatten(dyn)
+    for leaf in leaves:
+      _check_jac_input(leaf, holomorphic)
+    basis, sizes = _std_basis(leaves)
+
+    def push(t_flat):
+      ts = tree_util.tree_unflatten(tree, t_flat)
+      out = jvp(f_part, dyn, ts, has_aux=has_aux)
+      return out[1] if not has_aux else (out[1], out[2])
+
+    primal_out = None
+    if has_aux:
+      y, _, aux = jvp(f_part, dyn, tree_util.tree_unflatten(tree, [b[0] for b in basis]),
+                      has_aux=True)
+      jac = vmap(lambda *b: push(list(b))[0])(*basis)
+    else:
+      y = f_part(*dyn)
+      jac = vmap(lambda *b: push(list(b)))(*basis)
+    primal_out = y
+    in_shapes = [np.shape(x) for x in leaves]
+    # jac leaves have the basis axis first; move it last and split per input.
+    from tracejax._src.lax import structural
+    from tracejax._src.lax import utils as lax_utils
+
+    def arrange(jl, yl):
+      yshape = np.shape(yl)
+      jl = lax_utils.moveaxis(jl, 0, -1) if np.ndim(jl) > 0 else jl
+      parts, start = [], 0
+      for shp, n in zip(in_shapes, sizes):
+        piece = _slice_last(jl, start, start + n)
+        parts.append(structural.reshape(piece, tuple(yshape) + tuple(shp)))
+        start += n
+      per = tree_util.tree_unflatten(tree, parts)
+      return per[0] if isinstance(argnums, int) else per
+
+    jac_tree = tree_util.tree_map(arrange, jac, primal_out)
+    return (jac_tree, aux) if has_aux else jac_tree
+  return jacfun
+
+
+def _slice_last(x, a, b):
+  from tracejax._src.lax import slicing
+  return slicing.slice_in_dim(x, a, b, axis=np.ndim(x) - 1)
+
+
+def _check_jac_input(x, holomorphic):
+  dt = _abstractify(x).dtype
+  if holomorphic and not dtypes.issubdtype(dt, np.complexfloating):
+    raise TypeError(f"jacfwd with holomorphic=True requires complex inputs, got {dt.name}")
+  if not dtypes.issubdtype(dt, np.inexact):
+    raise TypeError(f"jacfwd requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but got {dt.name}.")
+
+
+def _std_basis(leaves):
+  """The standard basis of the flattened inputs, as one batch of tangents per leaf."""
+  from tracejax._src.lax import structural
+  sizes = [int(np.prod(np.shape(x))) for x in leaves]
+  total = sum(sizes)
+  dt = dtypes.result_type(*[_abstractify(x).dtype for x in leaves]) if leaves else np.float32
+  eye = np.eye(total, dtype=dt)
+  basis, start = [], 0
+  for x, n in zip(leaves, sizes):
+    a = _abstractify(x)
+    piece = eye[:, start:start + n].reshape((total,) + a.shape).astype(a.dtype)
+    basis.append(piece)
+    start += n
+  _ = structural
+  return basis, sizes
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+  """The Jacobian of `fun` by reverse mode (vmap of vjp over the output basis)."""
+  def jacfun(*args, **kwargs):
+    nums = _argnums_split(args, argnums, fun)
+    dyn = tuple(args[i] for i in nums)
+
+    def f_part(*dargs):
+      full = list(args)
+      for i, a in zip(nums, dargs):
+        full[i] = a
+      return fun(*full, **kwargs)
+
+    if has_aux:
+      y, f_vjp, aux = vjp(f_part, *dyn, has_aux=True)
+    else:
+      y, f_vjp = vjp(f_part, *dyn)
+    y_leaves, y_tree = tree_util.tree_flatten(y)
+    basis, sizes = _std_basis(y_leaves)
+    cts = vmap(lambda *b: f_vjp(tree_util.tree_unflatten(y_tree, list(b))))(*basis)
+    # cts: tuple over dyn args of pytrees with a leading basis axis (size sum(sizes)).
+    from tracejax._src.lax import structural
+    y_shapes = [np.shape(l) for l in y_leaves]
+
+    def arrange(ct):
+      parts, start = [], 0
+      x_shape = np.shape(ct)[1:]
+      for shp, n in zip(y_shapes, sizes):
+        from tracejax._src.lax import slicing
+        piece = slicing.slice_in_dim(ct, start, start + n, axis=0)
+        parts.append(structural.reshape(piece, tuple(shp) + tuple(x_shape)))
+        start += n
+      return tree_util.tree_unflatten(y_tree, parts)
+
+    per_arg = [tree_util.tree_map(arrange, c) for c in cts]
+    # Result structure: output tree outside, argument tree inside (as JAX).
+    if isinstance(argnums, int):
+      jac = per_arg[0]
+      jac = _transpose_out_in(jac, y_tree)
+    else:
+      jac = _transpose_out_in(tuple(per_arg), y_tree)
+    return (jac, aux) if has_aux else jac
+  return jacfun
+
+
+def _transpose_out_in(per_arg_tree, y_tree):
+  """From in-tree-of-(out-tree) to out-tree-of-(in-tree)."""
+  if y_tree.num_leaves == 1 and tree_util.treedef_is_leaf(y_tree):
+    return tree_util.tree_map(lambda t: t, per_arg_tree,
+                              is_leaf=lambda t: not isinstance(t, (tuple, list, dict)) or True)
+  outer = tree_util.tree_structure(per_arg_tree, is_leaf=lambda t: tree_util.tree_structure(t) == y_tree)
+  return tree_util.tree_transpose(outer, y_tree, per_arg_tree)
+
+
+jacobian = jacrev
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+  """The Hessian of scalar `fun`: jacfwd of jacrev."""
+  return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                has_aux=has_aux, holomorphic=holomorphic)
+
+
+# =============================================================================
+# vmap
+# =============================================================================
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+  """Vectorize `fun` over array axes: `in_axes`/`out_axes` are ints, None, or pytrees of them.
+
+  >>> vmap(lambda x: x * 2)(jnp.arange(3))
+  DeviceArray([0, 2, 4], dtype=int32)
+  """
+  if isinstance(in_axes, list):
+    in_axes = tuple(in_axes)
+  if not (in_axes is None or isinstance(in_axes, (int, tuple, dict)) or
+          tree_util.all_leaves([in_axes], is_leaf=lambda x: x is None) is not None):
+    raise TypeError(f"vmap in_axes must be an int, None, or (nested) container with those "
+                    f"types as leaves, but got {in_axes}.")
+
+  @util.wraps(fun, docstr="Vectorized version of {fun}.")
+  def vmap_f(*args, **kwargs):
+    if kwargs:
+      f = lambda *a: fun(*a, **kwargs)
+    else:
+      f = fun
+    ax = in_axes
+    if isinstance(ax, int) or ax is None:
+      ax = (ax,) * len(args)
+    elif isinstance(ax, tuple) and len(ax) != len(args):
+      raise ValueError(f"vmap in_axes specification must be a tree prefix of the "
+                       f"corresponding value, got specification {in_axes} for value tree "
+                       f"{tree_util.tree_structure(args)}.")
+    try:
+      dims = tree_util.broadcast_prefix(ax, args, is_leaf=lambda x: x is None)
+    except ValueError:
+      raise ValueError(f"vmap in_axes specification must be a tree prefix of the "
+                       f"corresponding value, got specification {in_axes} for value tree "
+                       f"{tree_util.tree_structure(args)}.") from None
+    leaves, in_tree = tree_util.tree_flatten(args)
+    sizes = []
+    norm_dims = []
+    for x, d in zip(leaves, dims):
+      if d is None:
+        norm_dims.append(None)
+        continue
+      nd = np.ndim(x) if not isinstance(x, Tracer) else x.ndim
+      if not isinstance(d, int):
+        raise TypeError(f"vmap in_axes leaves must be ints or None, got {d!r}")
+      if not -nd <= d < nd:
+        raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
+                         f"implies that its rank should be at least {d + 1 if d >= 0 else -d}, "
+                         f"but is only {nd} (its shape is {np.shape(x) if not isinstance(x, Tracer) else x.shape})")
+      d = d % nd
+      norm_dims.append(d)
+      sizes.append((x.shape if isinstance(x, Tracer) else np.shape(x))[d])
+    if axis_size is not None:
+      size = axis_size
+    elif not sizes:
+      raise ValueError("vmap must have at least one non-None value in in_axes")
+    else:
+      size = sizes[0]
+    if any(s != size for s in sizes):
+      lines = [f"  axis {d} of argument leaf {i} of shape "
+               f"{(x.shape if isinstance(x, Tracer) else np.shape(x))} has size "
+               f"{(x.shape if isinstance(x, Tracer) else np.shape(x))[d]}"
+               for i, (x, d) in enumerate(zip(leaves, norm_dims)) if d is not None]
+      raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
+                       + "\n".join(lines))
+    store = []
+
+    def flat(*xs):
+      out = f(*tree_util.tree_unflatten(in_tree, xs))
+      ol, ot = tree_util.tree_flatten(out)
+      store.append(ot)
+      return ol
+
+    def out_dims_fn(n):
+      try:
+        od = tree_util.broadcast_prefix(out_axes, tree_util.tree_unflatten(store[0], [0] * n),
+                                        is_leaf=lambda x: x is None)
+      except ValueError:
+        raise ValueError(f"vmap out_axes specification must be a tree prefix of the "
+                         f"corresponding value, got specification {out_axes} for value tree "
+                         f"{store[0]}.") from None
+      return od
+
+    outs = batching.vmap_flat(flat, size, leaves, norm_dims, out_dims_fn, axis_name)
+    return tree_util.tree_unflatten(store[0], outs)
+
+  return vmap_f

@@ -394,3 +394,11 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
 
 
 _ = (np, dtypes, errors)
+
+
+def _register_call_rules():
+  from tracejax._src.interpreters import ad
+  ad.primitive_transposes[xla_call_p] = ad._call_transpose
+
+
+_register_call_rules()

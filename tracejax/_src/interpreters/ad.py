@@ -168,3 +168,268 @@ def defbilinear(prim, lhs_rule, rhs_rule):
     cy = rhs_rule(ct, x, y, **params) if is_undefined_primal(y) else None
     return [cx, cy]
   primitive_transposes[prim] = transpose
+
+
+# =============================================================================
+# The JVP trace (forward mode)
+# =============================================================================
+
+import numpy as np  # noqa: E402
+
+from tracejax._src import errors  # noqa: E402
+from tracejax._src.core import avals as avals_mod  # noqa: E402
+from tracejax._src.core import ir  # noqa: E402
+from tracejax._src.core.trace import (Trace, Tracer, set_current_trace,  # noqa: E402
+                                      current_trace)
+
+
+class JVPTracer(Tracer):
+  __slots__ = ("primal", "tangent")
+
+  def __init__(self, trace, primal, tangent):
+    self._trace, self.primal, self.tangent = trace, primal, tangent
+
+  @property
+  def aval(self):
+    return _aval_of(self.primal)
+
+  def to_concrete_value(self):
+    p = self.primal
+    if isinstance(p, Tracer):
+      return p.to_concrete_value()
+    return np.asarray(p)
+
+
+def _aval_of(x):
+  if isinstance(x, Tracer):
+    return x.aval
+  return avals_mod.get_aval(x)
+
+
+class JVPTrace(Trace):
+  """Carries (primal, tangent) pairs; rules run with the parent as the current trace."""
+
+  def __init__(self, parent):
+    self.parent = parent
+    self.level = parent.level + 1
+
+  def to_pair(self, x):
+    if isinstance(x, JVPTracer) and x._trace is self:
+      return x.primal, x.tangent
+    return x, Zero(_aval_of(x).at_least_vspace())
+
+  def process_primitive(self, primitive, args, params):
+    primals, tangents = [], []
+    mine = False
+    for x in args:
+      if isinstance(x, JVPTracer) and x._trace is self:
+        primals.append(x.primal)
+        tangents.append(x.tangent)
+        mine = True
+      else:
+        primals.append(x)
+        tangents.append(Zero(_aval_of(x).at_least_vspace()))
+    with set_current_trace(self.parent):
+      if not mine or all(type(t) is Zero for t in tangents) and primitive not in _always_rule:
+        return primitive.bind(*primals, **params)
+      rule = primitive_jvps.get(primitive)
+      if rule is None:
+        if primitive.call_primitive:
+          return self.process_call(primitive, primals, tangents, params)
+        raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented")
+      out, t_out = rule(primals, tangents, **params)
+    if primitive.multiple_results:
+      return [self._wrap(p, t) for p, t in zip(out, t_out)]
+    return self._wrap(out, t_out)
+
+  def _wrap(self, p, t):
+    return JVPTracer(self, p, t)
+
+  def process_call(self, primitive, primals, tangents, params):
+    """jit under jvp: differentiate the called jaxpr, call it in the parent trace."""
+    call_jaxpr = params["call_jaxpr"]
+    nz = [type(t) is not Zero for t in tangents]
+    jvp_jaxpr, consts, out_nz = jvp_jaxpr_of(call_jaxpr, nz)
+    from tracejax._src.interpreters.staging import closed_call_jaxpr
+    cj, const_args = closed_call_jaxpr(jvp_jaxpr, consts)
+    nz_tangents = [t for t in tangents if type(t) is not Zero]
+    outs = primitive.bind(*const_args, *primals, *nz_tangents, **{**params, "call_jaxpr": cj})
+    n = len(call_jaxpr.outvars)
+    p_out, t_nz = outs[:n], iter(outs[n:])
+    t_out = [next(t_nz) if z else Zero(v.aval.at_least_vspace())
+             for z, v in zip(out_nz, call_jaxpr.outvars)]
+    return [self._wrap(p, t) for p, t in zip(p_out, t_out)]
+
+
+_always_rule = set()  # primitives whose JVP rule must run even with zero tangents
+
+
+def jvp_jaxpr_of(jaxpr, nonzeros):
+  """A jaxpr computing (primal outs, nonzero tangent outs) from (primals, nonzero tangents)."""
+  from tracejax._src.interpreters import staging
+  out_nz = []
+  in_avals = [v.aval for v in jaxpr.invars]
+  t_avals = [a.at_least_vspace() for a, z in zip(in_avals, nonzeros) if z]
+
+  def f(*args):
+    primals, nz_t = args[:len(in_avals)], iter(args[len(in_avals):])
+    tangents = [next(nz_t) if z else Zero(a.at_least_vspace())
+                for a, z in zip(in_avals, nonzeros)]
+    p_out, t_out = jvp_of_jaxpr(jaxpr, primals, tangents)
+    out_nz[:] = [type(t) is not Zero for t in t_out]
+    return list(p_out) + [t for t in t_out if type(t) is not Zero]
+
+  new_jaxpr, consts = staging.trace_to_jaxpr(f, in_avals + t_avals)
+  return new_jaxpr, consts, out_nz
+
+
+def jvp_of_jaxpr(jaxpr, primals, tangents, consts=()):
+  trace = JVPTrace(current_trace())
+  ins = [JVPTracer(trace, p, t) if type(t) is not Zero else p
+         for p, t in zip(primals, tangents)]
+  with set_current_trace(trace):
+    outs = ir.eval_jaxpr(jaxpr, list(consts), *ins)
+  return unzip_tracers(trace, outs)
+
+
+def unzip_tracers(trace, outs):
+  ps, ts = [], []
+  for x in outs:
+    p, t = trace.to_pair(x)
+    ps.append(p)
+    ts.append(t)
+  return ps, ts
+
+
+def jvp_flat(fun, primals, tangents):
+  """Forward mode on a flat function: (primal outs, tangent outs, Zero where symbolic)."""
+  trace = JVPTrace(current_trace())
+  ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+  with set_current_trace(trace):
+    outs = fun(*ins)
+  return unzip_tracers(trace, outs)
+
+
+# =============================================================================
+# Linearize = JVP whose tangents are staged: the partial-evaluation trace
+# =============================================================================
+
+partial_eval_rules = {}  # prim -> rule(trace, args, params): custom known/unknown split
+
+
+class PartialEvalTrace(Trace):
+  """Splits work by knownness: a primitive with an input from the staging trace
+  `tangent_trace` (an *unknown*) is staged there; all-known work goes to `parent`.
+  Under a JVP trace whose tangents are unknowns, this is linearization: the
+  staged jaxpr is the linear map, its constvars the residuals."""
+
+  def __init__(self, parent, tangent_trace):
+    self.parent, self.tangent_trace = parent, tangent_trace
+    self.level = parent.level + 1
+
+  def is_unknown(self, x):
+    return isinstance(x, Tracer) and x._trace is self.tangent_trace
+
+  def process_primitive(self, primitive, args, params):
+    if not any(self.is_unknown(x) for x in args):
+      with set_current_trace(self.parent):
+        return primitive.bind(*args, **params)
+    rule = partial_eval_rules.get(primitive)
+    if rule is not None:
+      return rule(self, args, params)
+    if primitive.call_primitive and "call_jaxpr" in params:
+      # Inline calls with mixed inputs: each equation is then split on its own.
+      with set_current_trace(self):
+        return ir.eval_jaxpr(params["call_jaxpr"], [], *args)
+    return self.tangent_trace.process_primitive(primitive, args, params)
+
+
+def linearize_flat(fun, primals):
+  """(primal outs, linear jaxpr, residual consts, output tangent zero-ness).
+
+  The linear jaxpr maps input tangents to the nonzero output tangents."""
+  from tracejax._src.interpreters import staging
+  parent = current_trace()
+  tangent_trace = staging.DynamicJaxprTrace(parent)
+  pe = PartialEvalTrace(parent, tangent_trace)
+  jvp_trace = JVPTrace(pe)
+  t_in = [tangent_trace.new_arg(_aval_of(p).at_least_vspace()) for p in primals]
+  ins = [JVPTracer(jvp_trace, p, t) for p, t in zip(primals, t_in)]
+  with set_current_trace(jvp_trace):
+    outs = fun(*ins)
+  p_out, t_out = unzip_tracers(jvp_trace, outs)
+  out_nz = [type(t) is not Zero for t in t_out]
+  jaxpr, consts = tangent_trace.to_jaxpr([t for t in t_out if type(t) is not Zero])
+  return p_out, jaxpr, consts, out_nz, [t.aval for t in t_out]
+
+
+# =============================================================================
+# Transposition (the backward pass)
+# =============================================================================
+
+def get_transpose_rule(prim):
+  rule = primitive_transposes.get(prim)
+  if rule is None:
+    raise NotImplementedError(
+        f"Transpose rule (for reverse-mode differentiation) for '{prim.name}' not implemented")
+  return rule
+
+
+def backward_pass(jaxpr, consts, cts_out):
+  """Cotangents of the invars of linear `jaxpr`, given output cotangents (Zero allowed)."""
+  linear_vars = set(jaxpr.invars)
+  known = {}
+  for v, c in zip(jaxpr.constvars, consts):
+    known[v] = c
+  # Forward: evaluate equations with no linear inputs (e.g. zeros built from residuals).
+  lin_eqns = []
+  for eqn in jaxpr.eqns:
+    if any(type(v) is ir.Var and v in linear_vars for v in eqn.invars):
+      lin_eqns.append(eqn)
+      linear_vars.update(eqn.outvars)
+    else:
+      vals = [v.val if type(v) is ir.Literal else known[v] for v in eqn.invars]
+      out = eqn.primitive.bind(*vals, **eqn.params)
+      for v, x in zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]):
+        known[v] = x
+
+  ct_env = {}
+
+  def write_ct(v, ct):
+    if type(v) is not ir.Var or ct is None or type(ct) is Zero or v not in linear_vars:
+      return
+    prev = ct_env.get(v)
+    ct_env[v] = ct if prev is None else add_tangents(prev, ct)
+
+  def read_ct(v):
+    ct = ct_env.pop(v, None)
+    return Zero(v.aval) if ct is None else ct
+
+  for v, ct in zip(jaxpr.outvars, cts_out):
+    write_ct(v, ct)
+  for eqn in reversed(lin_eqns):
+    cts = [read_ct(v) for v in eqn.outvars]
+    args = [v.val if type(v) is ir.Literal
+            else UndefinedPrimal(v.aval) if v in linear_vars else known[v]
+            for v in eqn.invars]
+    rule = get_transpose_rule(eqn.primitive)
+    ct_in = rule(cts if eqn.primitive.multiple_results else cts[0], *args, **eqn.params)
+    for v, ct in zip(eqn.invars, ct_in):
+      write_ct(v, ct)
+  return [read_ct(v) if v in ct_env else Zero(v.aval) for v in jaxpr.invars]
+
+
+def _call_transpose(ct, *args, call_jaxpr, **params):
+  """Transpose of a call (xla_call) by transposing its body inline."""
+  lin = [is_undefined_primal(a) for a in args]
+  consts = [a for a in args if not is_undefined_primal(a)]
+  # Reorder so the known args are constvars of a linear jaxpr.
+  known_vars = [v for v, l in zip(call_jaxpr.invars, lin) if not l]
+  lin_vars = [v for v, l in zip(call_jaxpr.invars, lin) if l]
+  jaxpr = ir.Jaxpr(known_vars, lin_vars, call_jaxpr.outvars, call_jaxpr.eqns)
+  cts_in = backward_pass(jaxpr, consts, ct)
+  it = iter(cts_in)
+  return [next(it) if l else None for l in lin]
+
+
+_ = errors

@@ -13,6 +13,9 @@ from tracejax._src.core import ir
 from tracejax._src.core.trace import Trace, Tracer, set_current_trace
 
 
+custom_staging_rules = {}  # prim -> rule(trace, args, params): e.g. trace a callable param once
+
+
 class DynamicJaxprTracer(Tracer):
   __slots__ = ("_aval",)
 
@@ -71,6 +74,12 @@ class DynamicJaxprTrace(Trace):
     return var
 
   def process_primitive(self, primitive, args, params):
+    rule = custom_staging_rules.get(primitive)
+    if rule is not None:
+      return rule(self, args, params)
+    return self.process_primitive_default(primitive, args, params)
+
+  def process_primitive_default(self, primitive, args, params):
     invars = [self.getvar(x) for x in args]
     out_avals = primitive.out_avals([v.aval for v in invars], params)
     outs = [DynamicJaxprTracer(self, a) for a in out_avals]

@@ -1,0 +1,424 @@
+"""`custom_jvp` and `custom_vjp`: user-defined differentiation rules.
+
+A call binds `custom_jvp_call_p` / `custom_vjp_call_p` with the (flattened)
+function and rules as parameters, so each trace handles it by its rule table:
+evaluation calls the function, the JVP trace calls the user's rule, vmap
+batches function and rule, and staging traces the function once into a jaxpr
+(keeping the rules), so `jit` inside `grad` still uses them. Reverse mode of
+`custom_vjp` runs `fwd` on the known primals and stages a linear
+`custom_lin` equation whose transpose is the user's `bwd`.
+"""
+import functools
+
+import numpy as np
+
+from tracejax._src import tree_util, util
+from tracejax._src.core import avals as avals_mod
+from tracejax._src.core import ir
+from tracejax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
+from tracejax._src.interpreters import ad, batching, lowering, staging
+
+
+def _aval(x):
+  return avals_mod.raise_to_shaped(x.aval if isinstance(x, Tracer) else avals_mod.get_aval(x))
+
+
+class JaxprFun:
+  """A staged function: a closed jaxpr called with its consts as leading operands."""
+  __slots__ = ("jaxpr", "name")
+
+  def __init__(self, jaxpr, name):
+    self.jaxpr, self.name = jaxpr, name
+
+  def __call__(self, *args):
+    return ir.eval_jaxpr(self.jaxpr, [], *args)
+
+  def __repr__(self):
+    return self.name
+
+  __name__ = property(lambda self: self.name)
+
+
+def _stage_call(trace, prim, args, params, rule_keys):
+  """Staging rule: trace `call` once; consts (closed-over values) become leading operands."""
+  call = params["call"]
+  in_avals = [_aval(x) for x in args]
+  with set_current_trace(trace):
+    jaxpr, consts = staging.trace_to_jaxpr(call, in_avals)
+  cj, const_args = staging.closed_call_jaxpr(jaxpr, consts)
+  nc = len(const_args)
+  new = dict(params, call=JaxprFun(cj, util.fun_name(call)), num_consts=params["num_consts"] + nc)
+  for k in rule_keys:
+    new[k] = _drop_leading(params[k], nc, k)
+  return trace.process_primitive_default(prim, list(const_args) + list(args), new)
+
+
+def _drop_leading(rule, n, kind):
+  if n == 0:
+    return rule
+  if kind == "jvp":
+    @functools.wraps(rule)
+    def jvp(primals, tangents):
+      return rule(primals[n:], tangents[n:])
+    return jvp
+  if kind == "fwd":
+    @functools.wraps(rule)
+    def fwd(*primals):
+      return rule(*primals[n:])
+    return fwd
+  if kind == "bwd":
+    @functools.wraps(rule)
+    def bwd(res, cts):
+      return [None] * n + list(rule(res, cts))
+    return bwd
+  return rule
+
+
+def _call_out_avals(call, in_avals):
+  if isinstance(call, JaxprFun):
+    return [v.aval for v in call.jaxpr.outvars]
+  jaxpr, _ = staging.trace_to_jaxpr(call, in_avals)
+  return [v.aval for v in jaxpr.outvars]
+
+
+def _lower_call(ctx, *args, call, **_):
+  if not isinstance(call, JaxprFun):
+    raise NotImplementedError("custom derivative call reached lowering without being staged")
+  return lowering.jaxpr_subcomp(ctx.module_context, call.jaxpr, [], args)
+
+
+def _strip_consts_for(num_consts, args):
+  return args[num_consts:]
+
+
+# =============================================================================
+# custom_jvp
+# =============================================================================
+
+custom_jvp_call_p = Primitive("custom_jvp_call")
+custom_jvp_call_p.multiple_results = True
+custom_jvp_call_p.def_impl(lambda *args, call, **_: call(*args))
+custom_jvp_call_p.def_abstract_eval(
+    lambda *avals, call, **_: _call_out_avals(call, list(avals)))
+lowering.register_lowering(custom_jvp_call_p, _lower_call)
+staging.custom_staging_rules[custom_jvp_call_p] = (
+    lambda trace, args, params: _stage_call(trace, custom_jvp_call_p, args, params, ["jvp"]))
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call, jvp, num_consts, symbolic_zeros):
+  tangents = [ad.instantiate_zeros(t) if not symbolic_zeros else t for t in tangents]
+  outs, t_outs = jvp(list(primals), list(tangents))
+  return list(outs), list(t_outs)
+
+
+ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+
+
+def _custom_jvp_call_batch(args, dims, *, call, jvp, num_consts, symbolic_zeros):
+  size = next(np.shape(x)[d] if not isinstance(x, Tracer) else x.shape[d]
+              for x, d in zip(args, dims) if d is not None)
+  moved = [batching.matchaxis(x, d, 0, size) if d is not None else x for x, d in zip(args, dims)]
+  bdims = [0 if d is not None else None for d in dims]
+
+  def call_b(*xs):
+    return batching.vmap_flat(call, size, xs, bdims, lambda n: [0] * n)
+
+  def jvp_b(primals, tangents):
+    n = len(primals)
+    t_dims = [0 if (d is not None or _batched_tangent(t)) else None
+              for d, t in zip(bdims, tangents)]
+    tangents = [batching.matchaxis(t, None, 0, size) if (td == 0 and bd is None) else t
+                for t, td, bd in zip(tangents, t_dims, bdims)]
+    t_dims = [0 if td == 0 else None for td in t_dims]
+    res = []
+
+    def flat(*xs):
+      p_out, t_out = jvp(list(xs[:n]), list(xs[n:]))
+      res.append(len(p_out))
+      return list(p_out) + list(t_out)
+    outs = batching.vmap_flat(flat, size, list(primals) + list(tangents), bdims + t_dims,
+                              lambda m: [0] * m)
+    k = res[0]
+    return outs[:k], outs[k:]
+
+  outs = custom_jvp_call_p.bind(*moved, call=call_b, jvp=jvp_b, num_consts=num_consts,
+                                symbolic_zeros=symbolic_zeros)
+  return outs, [0] * len(outs)
+
+
+def _batched_tangent(t):
+  return False
+
+
+batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+class custom_jvp:
+  """A function with a custom JVP rule (`defjvp`, `defjvps`), used only when differentiating.
+
+  >>> @custom_jvp
+  ... def f(x): return jnp.sin(x)
+  >>> f.defjvp(lambda primals, tangents: (f(primals[0]), jnp.cos(primals[0]) * tangents[0]))
+  """
+
+  def __init__(self, fun, nondiff_argnums=()):
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.jvp = None
+    self.symbolic_zeros = False
+    functools.update_wrapper(self, fun)
+
+  def __get__(self, obj, objtype=None):
+    return self if obj is None else functools.partial(self, obj)
+
+  def defjvp(self, jvp, symbolic_zeros=False):
+    """Set the rule `jvp(primals, tangents) -> (primal_out, tangent_out)`; returns it."""
+    self.jvp = jvp
+    self.symbolic_zeros = symbolic_zeros
+    return jvp
+
+  def defjvps(self, *tangent_fns):
+    """Set one rule per argument: `fn(tangent, primal_out, *primals) -> tangent_out`."""
+    if self.nondiff_argnums:
+      raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+    def jvp(primals, tangents):
+      primal_out = self(*primals)
+      zeros = tree_util.tree_map(_zeros_like, primal_out)
+      tangent_out = zeros
+      for fn, t in zip(tangent_fns, tangents):
+        if fn is None:
+          continue
+        contrib = fn(t, primal_out, *primals)
+        tangent_out = tree_util.tree_map(lambda a, b: a + b, tangent_out, contrib)
+      return primal_out, tangent_out
+    self.defjvp(jvp)
+
+  def __call__(self, *args, **kwargs):
+    if self.jvp is None:
+      raise AttributeError(f"No JVP defined for custom_jvp function {util.fun_name(self.fun)} "
+                           "using ``defjvp``.")
+    if kwargs:
+      args = _resolve_kwargs(self.fun, args, kwargs)
+    nd = self.nondiff_argnums
+    static = {i: args[i] for i in nd}
+    dyn = tuple(a for i, a in enumerate(args) if i not in static)
+    leaves, in_tree = tree_util.tree_flatten(dyn)
+    out_store = []
+
+    def full_args(dargs):
+      it = iter(dargs)
+      return [static[i] if i in static else next(it) for i in range(len(args))]
+
+    def call(*xs):
+      out = self.fun(*full_args(tree_util.tree_unflatten(in_tree, xs)))
+      o, t = tree_util.tree_flatten(out)
+      out_store[:] = [t]
+      return o
+
+    def jvp(primals, tangents):
+      ps = tree_util.tree_unflatten(in_tree, primals)
+      ts = tree_util.tree_unflatten(in_tree, [_float0_zeros(t) for t in tangents])
+      nd_vals = [static[i] for i in nd]
+      out, t_out = self.jvp(*nd_vals, tuple(ps), tuple(ts))
+      o, tree = tree_util.tree_flatten(out)
+      to, ttree = tree_util.tree_flatten(t_out)
+      if tree != ttree:
+        raise TypeError("Custom JVP rule must produce primal and tangent outputs with equal "
+                        f"container (pytree) structures, but got {tree} and {ttree} "
+                        "respectively.")
+      out_store[:] = [tree]
+      return o, to
+
+    outs = custom_jvp_call_p.bind(*leaves, call=call, jvp=jvp, num_consts=0,
+                                  symbolic_zeros=self.symbolic_zeros)
+    return tree_util.tree_unflatten(out_store[0], outs)
+
+
+def _zeros_like(x):
+  from tracejax._src.lax import structural
+  a = _aval(x)
+  return structural.full(a.shape, 0, a.dtype)
+
+
+def _float0_zeros(t):
+  return t
+
+
+def _resolve_kwargs(fun, args, kwargs):
+  import inspect
+  ba = inspect.signature(fun).bind(*args, **kwargs)
+  ba.apply_defaults()
+  if ba.kwargs:
+    raise TypeError("keyword arguments could not be resolved to positions")
+  return ba.args
+
+
+# =============================================================================
+# custom_vjp
+# =============================================================================
+
+custom_vjp_call_p = Primitive("custom_vjp_call")
+custom_vjp_call_p.multiple_results = True
+custom_vjp_call_p.def_impl(lambda *args, call, **_: call(*args))
+custom_vjp_call_p.def_abstract_eval(
+    lambda *avals, call, **_: _call_out_avals(call, list(avals)))
+lowering.register_lowering(custom_vjp_call_p, _lower_call)
+staging.custom_staging_rules[custom_vjp_call_p] = (
+    lambda trace, args, params: _stage_call(trace, custom_vjp_call_p, args, params,
+                                            ["fwd", "bwd"]))
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts, out_avals_fn=None):
+  if not isinstance(current_trace(), ad.PartialEvalTrace):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+  outs, res = fwd(*primals)
+  res = list(res)
+  out_avals = [_aval(o).at_least_vspace() for o in outs]
+  tangents = [ad.instantiate_zeros(t) for t in tangents]
+  t_outs = custom_lin_p.bind(*res, *tangents, num_res=len(res), bwd=bwd,
+                             out_avals=tuple(out_avals))
+  return list(outs), list(t_outs)
+
+
+ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+def _custom_vjp_call_batch(args, dims, *, call, fwd, bwd, num_consts, out_avals_fn=None):
+  size = next((x.shape if isinstance(x, Tracer) else np.shape(x))[d]
+              for x, d in zip(args, dims) if d is not None)
+  moved = [batching.matchaxis(x, d, 0, size) if d is not None else x for x, d in zip(args, dims)]
+  bdims = [0 if d is not None else None for d in dims]
+  n_res = []
+
+  def call_b(*xs):
+    return batching.vmap_flat(call, size, xs, bdims, lambda n: [0] * n)
+
+  def fwd_b(*xs):
+    def flat(*ys):
+      outs, res = fwd(*ys)
+      n_res[:] = [len(outs)]
+      return list(outs) + list(res)
+    allv = batching.vmap_flat(flat, size, xs, bdims, lambda n: [0] * n)
+    k = n_res[0]
+    return allv[:k], allv[k:]
+
+  def bwd_b(res, cts):
+    n = len(res)
+
+    def flat(*ys):
+      r = bwd(list(ys[:n]), list(ys[n:]))
+      return [c if c is not None else _zeros_like_aval_none() for c in r]
+    outs = batching.vmap_flat(flat, size, list(res) + list(cts), [0] * (n + len(cts)),
+                              lambda m: [0] * m)
+    return outs
+
+  outs = custom_vjp_call_p.bind(*moved, call=call_b, fwd=fwd_b, bwd=bwd_b,
+                                num_consts=num_consts)
+  return outs, [0] * len(outs)
+
+
+def _zeros_like_aval_none():
+  raise NotImplementedError("custom_vjp bwd returned None under vmap")
+
+
+batching.primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+# The linear primitive of custom_vjp's reverse mode: its transpose is the user's bwd.
+custom_lin_p = Primitive("custom_lin")
+custom_lin_p.multiple_results = True
+custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
+
+
+def _custom_lin_impl(*args, **_):
+  raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+custom_lin_p.def_impl(_custom_lin_impl)
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+  res = args[:num_res]
+  cts = [ad.instantiate_zeros(c) if type(c) is ad.Zero else c
+         for c in (cts if isinstance(cts, (list, tuple)) else [cts])]
+  cts_in = bwd(list(res), cts)
+  return [None] * num_res + list(cts_in)
+
+
+ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+
+
+class custom_vjp:
+  """A function with a custom VJP: `defvjp(fwd, bwd)`; `fwd(*args) -> (out, residuals)`,
+  `bwd(residuals, out_cotangent) -> tuple of argument cotangents`."""
+
+  def __init__(self, fun, nondiff_argnums=()):
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.fwd = self.bwd = None
+    functools.update_wrapper(self, fun)
+
+  def __get__(self, obj, objtype=None):
+    return self if obj is None else functools.partial(self, obj)
+
+  def defvjp(self, fwd, bwd, symbolic_zeros=False):
+    self.fwd, self.bwd = fwd, bwd
+
+  def __call__(self, *args, **kwargs):
+    if self.fwd is None:
+      raise AttributeError(f"No VJP defined for custom_vjp function {util.fun_name(self.fun)} "
+                           "using ``defvjp``.")
+    if kwargs:
+      args = _resolve_kwargs(self.fun, args, kwargs)
+    nd = self.nondiff_argnums
+    static = {i: args[i] for i in nd}
+    dyn = tuple(a for i, a in enumerate(args) if i not in static)
+    leaves, in_tree = tree_util.tree_flatten(dyn)
+    dyn_avals = [_aval(x) for x in leaves]
+    store = {}
+
+    def full_args(dargs):
+      it = iter(dargs)
+      return [static[i] if i in static else next(it) for i in range(len(args))]
+
+    def call(*xs):
+      out = self.fun(*full_args(tree_util.tree_unflatten(in_tree, xs)))
+      o, t = tree_util.tree_flatten(out)
+      store["out"] = t
+      return o
+
+    def fwd(*xs):
+      out, res = self.fwd(*full_args(tree_util.tree_unflatten(in_tree, xs)))
+      o, t = tree_util.tree_flatten(out)
+      r, rt = tree_util.tree_flatten(res)
+      store["out"], store["res"] = t, rt
+      return o, r
+
+    def bwd(res, cts):
+      r = tree_util.tree_unflatten(store["res"], res)
+      ct = tree_util.tree_unflatten(store["out"], cts)
+      nd_vals = [static[i] for i in nd]
+      cts_in = self.bwd(*nd_vals, r, ct)
+      if not isinstance(cts_in, tuple):
+        cts_in = (cts_in,)  # the 2020 documents return a bare value for one argument
+      if len(cts_in) != len(dyn):
+        raise TypeError(f"Custom VJP bwd rule must produce an output with the same container "
+                        f"(pytree) structure as the args tuple of the primal function, "
+                        f"got {len(cts_in)} cotangents for {len(dyn)} arguments.")
+      flat = []
+      for c, a in zip(cts_in, dyn):
+        sub_leaves, sub_tree = tree_util.tree_flatten(a)
+        if c is None:
+          flat += [None] * len(sub_leaves)
+        else:
+          flat += tree_util.tree_flatten(c, is_leaf=lambda x: x is None)[0] \
+              if tree_util.tree_structure(c) != sub_tree else tree_util.tree_leaves(c)
+      return [c if c is not None else _zeros_like_aval(a) for c, a in zip(flat, dyn_avals)]
+
+    outs = custom_vjp_call_p.bind(*leaves, call=call, fwd=fwd, bwd=bwd, num_consts=0)
+    return tree_util.tree_unflatten(store["out"], outs)
+
+
+def _zeros_like_aval(aval):
+  return ad.zeros_like_aval(aval.at_least_vspace())

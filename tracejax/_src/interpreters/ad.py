@@ -59,7 +59,12 @@ def zeros_like_aval(aval):
   return _zeros_maker[0](aval)
 
 
-_zeros_maker = [None]
+def _numpy_zeros(aval):
+  import numpy
+  return numpy.zeros(aval.shape, aval.dtype)
+
+
+_zeros_maker = [_numpy_zeros]  # lax replaces it with a broadcast (no big constants)
 
 
 def instantiate_zeros(t):
@@ -234,6 +239,11 @@ class JVPTrace(Trace):
         return primitive.bind(*primals, **params)
       rule = primitive_jvps.get(primitive)
       if rule is None:
+        if primitive.call_primitive and isinstance(self.parent, PartialEvalTrace):
+          # Linearizing: inline the call so each equation is split known/unknown
+          # (and custom_vjp calls inside it see the linearization).
+          with set_current_trace(self):
+            return ir.eval_jaxpr(params["call_jaxpr"], [], *args)
         if primitive.call_primitive:
           return self.process_call(primitive, primals, tangents, params)
         raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented")

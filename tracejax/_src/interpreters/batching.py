@@ -60,11 +60,11 @@ class BatchTrace(Trace):
       if all(d is None for d in dims) and primitive not in _needs_axis:
         return primitive.bind(*vals, **params)
       rule = primitive_batchers.get(primitive)
-      if rule is None:
-        if primitive.call_primitive and "call_jaxpr" in params:
-          return self.process_call(primitive, vals, dims, params)
+      if rule is None and primitive.call_primitive and "call_jaxpr" in params:
+        out, out_dim = self.process_call(primitive, vals, dims, params)
+      elif rule is None:
         raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
-      if primitive in _axis_rules:
+      elif primitive in _axis_rules:
         out, out_dim = rule(self, vals, dims, **params)
       else:
         out, out_dim = rule(vals, dims, **params)

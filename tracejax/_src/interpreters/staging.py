@@ -113,6 +113,7 @@ def trace_to_jaxpr(fun, in_avals):
   with set_current_trace(trace):
     outs = fun(*in_tracers)
   jaxpr, consts = trace.to_jaxpr(list(outs))
+  jaxpr, _ = dce_jaxpr(jaxpr)  # e.g. primal values that only a gradient's caller dropped
   return jaxpr, consts
 
 

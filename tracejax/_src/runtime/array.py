@@ -51,7 +51,7 @@ class Array:
     return self
 
   def copy_to_host_async(self):
-    self._buf.copy_to_host_async()
+    self._buf._copy_single_device_array_to_host_async()
 
   def is_deleted(self):
     return self._buf.is_deleted()

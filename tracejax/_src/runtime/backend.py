@@ -174,7 +174,7 @@ def to_numpy(buf):
 
 
 def buffer_device(buf):
-  return next(iter(buf.sharding.device_set))
+  return buf._sharding._device  # a SingleDeviceSharding (all our arrays are single-device)
 
 
 _handler_cache = {}

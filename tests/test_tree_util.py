@@ -1,4 +1,5 @@
 """Tests for tracejax.tree_util (pytree flattening, structures and maps)."""
+import re
 import collections
 import functools
 import pickle
@@ -151,7 +152,7 @@ def test_repr_registered_class():
 # Round trips and structure queries.
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("tree", TREES, ids=repr)
+@pytest.mark.parametrize("tree", TREES, ids=lambda t: re.sub(r" at 0x[0-9a-f]+", "", repr(t)))
 def test_round_trip(tree):
   leaves, treedef = tree_flatten(tree)
   assert isinstance(treedef, PyTreeDef)

@@ -85,12 +85,16 @@ class _Compiled:
 
 def apply_primitive(prim, *args, **params):
   """The eager implementation of every lax primitive."""
-  avals = tuple(arg_aval(x) for x in args)
-  key = (prim, _params_key(params), avals)
-  entry = _cache.get(key)
+  avals = tuple([x.aval if type(x) is Array else arg_aval(x) for x in args])
+  try:
+    key = (prim, tuple(params.items()), avals)
+    entry = _cache.get(key)
+  except TypeError:  # an unhashable parameter (a list, an array): hash a converted copy
+    key = (prim, _params_key(params), avals)
+    entry = _cache.get(key)
   if entry is None:
     entry = _cache[key] = _compile_primitive(prim, avals, params)
-  bufs = [to_buffer(x, a) for x, a in zip(args, avals)]
+  bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
   outs = entry.exe.execute(bufs)
   results = [Array(b, a) for b, a in zip(outs, entry.out_avals)]
   if config.jax_debug_nans or config.jax_debug_infs:

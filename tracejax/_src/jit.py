@@ -18,6 +18,7 @@ from tracejax._src.config import config
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, eval_trace
+from tracejax._src.core.trace import _ctx as _trace_ctx
 from tracejax._src import dispatch
 from tracejax._src.interpreters import lowering, staging
 from tracejax._src.runtime import backend
@@ -211,8 +212,11 @@ class Jitted:
     out_store = []
 
     def flat_fun(*flat_args):
-      dyn, dkw = tree_util.tree_unflatten(in_tree, flat_args)
-      args, kwargs = self._merge(dyn, dkw, svals)
+      if type(in_tree) is tuple:  # ("kw", tree of (args, kwargs)): the general path
+        dyn, dkw = tree_util.tree_unflatten(in_tree[1], flat_args)
+        args, kwargs = self._merge(dyn, dkw, svals)
+      else:
+        args, kwargs = tree_util.tree_unflatten(in_tree, flat_args), {}
       out = self.fun(*args, **kwargs)
       leaves, out_tree = tree_util.tree_flatten(out)
       for i, x in enumerate(leaves):
@@ -254,8 +258,40 @@ class Jitted:
   def __call__(self, *args, **kwargs):
     if config.jax_disable_jit:
       return self.fun(*args, **kwargs)
+    if kwargs or self.static_argnums or self.static_argnames:
+      return self._call_general(args, kwargs)
+    # The fast path: positional arguments only, no static values.
+    leaves, in_tree = tree_util.tree_flatten(args)
+    if _trace_ctx.trace is not eval_trace:
+      return self._call_traced(leaves, in_tree, (), None)
+    avals = []
+    for i, x in enumerate(leaves):
+      if type(x) is Array:
+        avals.append(x.aval)
+      elif isinstance(x, Tracer):
+        return self._call_traced(leaves, in_tree, (), None)
+      else:
+        avals.append(_arg_aval(x, self.fun, i))
+    avals = tuple(avals)
+    e = self._cache.get((in_tree, avals))
+    if e is None:
+      e = self._compile((in_tree, avals), in_tree, avals, None, args, {})
+      if not hasattr(e, "exe"):
+        return self._call_traced(leaves, in_tree, (), None, e)
+    return self._run(e, leaves, avals)
+
+  def _run(self, e, leaves, avals):
+    bufs = e.const_bufs + [x._buf if type(x) is Array else dispatch.to_buffer(x, a)
+                           for x, a in zip(leaves, avals)]
+    outs = [Array(b, a) for b, a in zip(e.exe.execute(bufs), e.out_avals)]
+    if config.jax_debug_nans or config.jax_debug_infs:
+      _check_nans_op_by_op(e.jaxpr, e.consts, leaves, outs, self._name)
+    return tree_util.tree_unflatten(e.out_tree, outs)
+
+  def _call_general(self, args, kwargs):
     dyn, dkw, skey, svals = self._split(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
+    in_tree = ("kw", in_tree)
     if current_trace() is not eval_trace or any(isinstance(x, Tracer) for x in leaves):
       return self._call_traced(leaves, in_tree, skey, svals)
     in_avals = tuple(_arg_aval(x, self.fun, i) for i, x in enumerate(leaves))
@@ -265,11 +301,7 @@ class Jitted:
       e = self._compile(key, in_tree, in_avals, svals, dyn, dkw)
       if not hasattr(e, "exe"):
         return self._call_traced(leaves, in_tree, skey, svals, e)
-    bufs = e.const_bufs + [dispatch.to_buffer(x, a) for x, a in zip(leaves, in_avals)]
-    outs = [Array(b, a) for b, a in zip(e.exe.execute(bufs), e.out_avals)]
-    if config.jax_debug_nans or config.jax_debug_infs:
-      _check_nans_op_by_op(e.jaxpr, e.consts, leaves, outs, self._name)
-    return tree_util.tree_unflatten(e.out_tree, outs)
+    return self._run(e, leaves, in_avals)
 
   def _call_traced(self, leaves, in_tree, skey, svals, entry=None):
     in_avals = tuple(avals_mod.raise_to_shaped(avals_mod.get_aval(x)) for x in leaves)
@@ -293,6 +325,7 @@ class Jitted:
     """Trace and lower for these arguments; returns a `Lowered` (`.as_text()`, `.compile()`)."""
     dyn, dkw, skey, svals = self._split(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
+    in_tree = ("kw", in_tree)
     in_avals = tuple(avals_mod.raise_to_shaped(_arg_aval(x, self.fun, i))
                      for i, x in enumerate(leaves))
     jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)
@@ -352,9 +385,10 @@ class Compiled:
 
   def __call__(self, *args, **kwargs):
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    in_tree = ("kw", in_tree)
     if in_tree != self._in_tree:
-      raise TypeError(f"Compiled function called with argument structure {in_tree}, "
-                      f"but it was compiled for {self._in_tree}.")
+      raise TypeError(f"Compiled function called with argument structure {in_tree[1]}, "
+                      f"but it was compiled for {self._in_tree[1]}.")
     avals = [avals_mod.get_aval(x) for x in leaves]
     for i, (a, b) in enumerate(zip(avals, self._in_avals)):
       if a.shape != b.shape or a.dtype != b.dtype:

@@ -87,6 +87,11 @@ def promote_python_scalars(args):
   A scalar whose default (weak) dtype already matches is passed through as is,
   so it stays weakly typed and prints inline in jaxprs.
   """
+  for a in args:
+    if type(a) in _py_scalars:
+      break
+  else:
+    return args  # the common case: nothing to convert
   from tracejax._src.core.avals import get_aval
   target = None
   for a in args:

@@ -61,9 +61,9 @@ def pp_param(value):
   return str(value)
 
 
-def pp_eqn(eqn, namer=None):
+def pp_eqn(eqn, namer=None, use_rules=True):
   namer = namer or _Namer()
-  rule = pp_rules.get(eqn.primitive)
+  rule = pp_rules.get(eqn.primitive) if use_rules else None
   if rule is not None:
     return rule(eqn, namer)
   ins = " ".join(namer(v) for v in eqn.invars)

@@ -443,3 +443,84 @@ def _call_transpose(ct, *args, call_jaxpr, **params):
 
 
 _ = errors
+
+
+# =============================================================================
+# Jaxpr-to-jaxpr versions of the transformations (for higher-order primitives)
+# =============================================================================
+
+def jvp_jaxpr(jaxpr, nonzeros, instantiate):
+  """(jaxpr of (primals, nonzero tangents) -> (primal outs, tangent outs), consts, out_nz).
+
+  Output tangents are emitted where nonzero or `instantiate` (then zeros are built)."""
+  from tracejax._src.interpreters import staging
+  in_avals = [v.aval for v in jaxpr.invars]
+  t_avals = [a.at_least_vspace() for a, z in zip(in_avals, nonzeros) if z]
+  out_nz = []
+
+  def f(*args):
+    primals, nz_t = args[:len(in_avals)], iter(args[len(in_avals):])
+    tangents = [next(nz_t) if z else Zero(a.at_least_vspace())
+                for a, z in zip(in_avals, nonzeros)]
+    p_out, t_out = jvp_of_jaxpr(jaxpr, primals, tangents)
+    out_nz[:] = [type(t) is not Zero or inst for t, inst in zip(t_out, instantiate)]
+    t_keep = [instantiate_zeros(t) for t, k in zip(t_out, out_nz) if k]
+    return list(p_out) + t_keep
+
+  new, consts = staging.trace_to_jaxpr(f, in_avals + t_avals)
+  return new, consts, list(out_nz)
+
+
+def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate):
+  """Split `jaxpr` by knownness of its inputs.
+
+  Returns (known_jaxpr, known_consts, unknown_jaxpr, out_unknowns, num_res):
+  `known_jaxpr` (constvars: `known_consts`) maps the known inputs to (known outputs,
+  residuals); `unknown_jaxpr` maps (residuals, unknown inputs) to the unknown
+  outputs. An output is unknown if it depends on an unknown input or `instantiate`
+  asks for it."""
+  from tracejax._src.interpreters import staging
+  known_avals = [v.aval for v, u in zip(jaxpr.invars, in_unknowns) if not u]
+  unknown_avals = [v.aval for v, u in zip(jaxpr.invars, in_unknowns) if u]
+  result = {}
+
+  def known_fun(*known_args):
+    parent = current_trace()
+    t_trace = staging.DynamicJaxprTrace(parent)
+    pe = PartialEvalTrace(parent, t_trace)
+    unk_in = [t_trace.new_arg(a) for a in unknown_avals]
+    ki, ui = iter(known_args), iter(unk_in)
+    args = [next(ui) if u else next(ki) for u in in_unknowns]
+    with set_current_trace(pe):
+      outs = ir.eval_jaxpr(jaxpr, [], *args)
+    out_unknowns = [pe.is_unknown(o) or inst for o, inst in zip(outs, instantiate)]
+    known_outs = [o for o, u in zip(outs, out_unknowns) if not u]
+    unk_jaxpr, res = t_trace.to_jaxpr([o for o, u in zip(outs, out_unknowns) if u])
+    result["unknown"] = staging.closed_call_jaxpr(unk_jaxpr, [])[0]
+    result["out_unknowns"] = out_unknowns
+    result["num_res"] = len(res)
+    return known_outs + list(res)
+
+  known_jaxpr, known_consts = staging.trace_to_jaxpr(known_fun, known_avals)
+  return (known_jaxpr, known_consts, result["unknown"], result["out_unknowns"],
+          result["num_res"])
+
+
+def transpose_jaxpr(jaxpr, linear, ct_zero_ok=True):
+  """Jaxpr of (non-linear inputs, output cotangents) -> cotangents of the linear inputs
+  (zeros instantiated). Returns (jaxpr, consts)."""
+  from tracejax._src.interpreters import staging
+  nonlin_avals = [v.aval for v, l in zip(jaxpr.invars, linear) if not l]
+  lin_avals = [v.aval for v, l in zip(jaxpr.invars, linear) if l]
+  out_avals = [v.aval for v in jaxpr.outvars]
+  known_vars = [v for v, l in zip(jaxpr.invars, linear) if not l]
+  lin_vars = [v for v, l in zip(jaxpr.invars, linear) if l]
+  lin_jaxpr = ir.Jaxpr(list(jaxpr.constvars) + known_vars, lin_vars, jaxpr.outvars,
+                       jaxpr.eqns)
+
+  def f(*args):
+    known, cts = args[:len(nonlin_avals)], args[len(nonlin_avals):]
+    cts_in = backward_pass(lin_jaxpr, list(known), list(cts))
+    return [instantiate_zeros(c) if type(c) is Zero else c for c in cts_in]
+
+  return staging.trace_to_jaxpr(f, nonlin_avals + out_avals)

@@ -88,6 +88,13 @@ except Exception:  # pragma: no cover
   pass
 
 
+def check_supported_dtype(dtype):
+  """TypeError for a dtype XLA cannot hold (no MLIR context needed: abstract eval uses it)."""
+  dtype = np.dtype(dtype)
+  if dtype != dtypes.float0 and dtype not in _ir_type_makers:
+    raise TypeError(f"No StableHLO type for dtype {dtype}")
+
+
 def dtype_to_ir_type(dtype):
   dtype = np.dtype(dtype)
   if dtype == dtypes.float0:

@@ -3,18 +3,116 @@
 N-ary elementwise primitives are strict about dtypes (all operands share one)
 and about shapes, except that rank-0 operands broadcast (as in the 2020 lax,
 so `x * 3.0` stages as `mul x 3.0`).
+
+Each primitive is one block: public wrapper, primitive, JVP (or linear and
+transpose) rule, batching rule, lowering. The lowering is also the eager
+implementation (dispatch compiles the single primitive). Most lower to one
+StableHLO/CHLO op; the special functions that XLA has no op for (igamma,
+betainc, bessel_i0e, ...) lower to compositions of the primitives here, emitted
+by `_EmitTrace`, with `_while` for their series and continued fractions.
+
+The derivative rules follow JAX's: holomorphic formulas for complex inputs,
+`conj`/`real` where the function is not holomorphic (abs), symbolic zeros for
+comparisons and integer ops.
 """
+import enum
+import functools
+import operator
+import warnings
+
 import numpy as np
 
+from tracejax._src import dispatch
 from tracejax._src import dtypes
+from tracejax._src.core.avals import ShapedArray, get_aval, raise_to_shaped
+from tracejax._src.core.trace import (Trace, Tracer, concrete_or_error, current_trace,
+                                      set_current_trace)
 from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering as mlir
-from tracejax._src.interpreters.lowering import hlo, ir
+from tracejax._src.interpreters.lowering import chlo, hlo, ir
 from tracejax._src.lax import utils
 from tracejax._src.lax.utils import standard_primitive
+from tracejax._src.runtime.array import Array
+
+__all__ = [
+    # arithmetic
+    "add", "add_p", "sub", "sub_p", "mul", "mul_p", "div", "div_p", "rem", "rem_p", "neg",
+    "neg_p", "sign", "sign_p", "abs", "abs_p", "max", "max_p", "min", "min_p", "pow", "pow_p",
+    "integer_pow", "integer_pow_p", "reciprocal", "square", "square_p", "sqrt", "sqrt_p",
+    "rsqrt", "rsqrt_p", "cbrt", "cbrt_p",
+    # exponentials, logarithms, trigonometry
+    "exp", "exp_p", "exp2", "exp2_p", "log", "log_p", "log1p", "log1p_p", "expm1", "expm1_p",
+    "tanh", "tanh_p", "logistic", "logistic_p", "sin", "sin_p", "cos", "cos_p", "tan", "tan_p",
+    "asin", "asin_p", "acos", "acos_p", "atan", "atan_p", "atan2", "atan2_p", "sinh", "sinh_p",
+    "cosh", "cosh_p", "asinh", "asinh_p", "acosh", "acosh_p", "atanh", "atanh_p",
+    # rounding
+    "floor", "floor_p", "ceil", "ceil_p", "round", "round_p", "RoundingMethod", "nextafter",
+    "nextafter_p", "is_finite", "is_finite_p",
+    # special functions
+    "erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p", "lgamma", "lgamma_p", "digamma",
+    "digamma_p", "polygamma", "polygamma_p", "zeta", "zeta_p", "igamma", "igamma_p", "igammac",
+    "igammac_p", "igamma_grad_a", "igamma_grad_a_p", "random_gamma_grad",
+    "random_gamma_grad_p", "betainc", "regularized_incomplete_beta_p", "bessel_i0e",
+    "bessel_i0e_p", "bessel_i1e", "bessel_i1e_p",
+    # comparisons and bitwise operations
+    "eq", "eq_p", "ne", "ne_p", "lt", "lt_p", "le", "le_p", "gt", "gt_p", "ge", "ge_p",
+    "bitwise_not", "not_", "not_p", "bitwise_and", "and_", "and_p", "bitwise_or", "or_", "or_p",
+    "bitwise_xor", "xor", "xor_p", "shift_left", "shift_left_p", "shift_right_arithmetic",
+    "shift_right_arithmetic_p", "shift_right_logical", "shift_right_logical_p",
+    "population_count", "population_count_p", "clz", "clz_p",
+    # complex numbers, conversions, selection
+    "complex", "complex_p", "conj", "conj_p", "real", "real_p", "imag", "imag_p",
+    "convert_element_type", "convert_element_type_p", "bitcast_convert_type",
+    "bitcast_convert_type_p", "reduce_precision", "reduce_precision_p", "select", "select_n",
+    "select_n_p", "clamp", "clamp_p",
+]
 
 
-# ---- shared rules for elementwise primitives ----
+# =============================================================================
+# Shared rules
+# =============================================================================
+
+_bool = utils._bool
+_int = utils._int
+_signedint = utils._signedint
+_float = utils._float
+_complex = utils._complex
+_inexact = utils._inexact
+_num = utils._num
+_any = utils._any
+_bool_or_int = utils._bool_or_int
+_ordered = [np.bool_, np.integer, np.floating]  # everything but complex
+_complex_elem = [np.float32, np.float64]        # the parts of complex64/complex128
+
+
+def _dtype(x):
+  """The canonical dtype of an array, tracer or Python scalar operand."""
+  return dtypes.dtype(x, canonicalize=True)
+
+
+def _aval(x):
+  return raise_to_shaped(get_aval(x))
+
+
+def _check_dtypes(name, accepted, avals):
+  for i, a in enumerate(avals):
+    if a.dtype == dtypes.float0:
+      raise TypeError(
+          f"Called {name} with a float0 at position {i}. float0s do not support any "
+          "operations by design, because they are not compatible with non-trivial vector "
+          "spaces. No implicit dtype conversion is done. If you didn't expect to get a "
+          "float0 you might have taken a gradient with respect to an integer argument.")
+  utils.check_dtypes(name, accepted, *avals)
+
+
+def _check_same_dtypes(name, avals):
+  dts = [a.dtype for a in avals]
+  if len(set(dts)) > 1:
+    raise TypeError(
+        f"lax.{name} requires arguments to have the same dtypes, got "
+        f"{', '.join(d.name for d in dts)}. (Tip: the jax.numpy functions do automatic "
+        "type promotion on inputs.)")
+
 
 def _nary_shape_rule(name):
   def rule(*avals, **_):
@@ -27,11 +125,21 @@ def _nary_shape_rule(name):
 
 
 def _nary_dtype_rule(name, accepted, result_dtype=None):
+  """All operands share one dtype from `accepted`; `result_dtype` is a dtype, a function
+  of the operand dtype, or None (the operand dtype)."""
   def rule(*avals, **_):
-    utils.check_dtypes(name, accepted, *avals)
-    utils.check_same_dtypes(name, *avals)
-    return result_dtype if result_dtype is not None else avals[0].dtype
+    _check_dtypes(name, accepted, avals)
+    _check_same_dtypes(name, avals)
+    if result_dtype is None:
+      return avals[0].dtype
+    if callable(result_dtype) and not isinstance(result_dtype, type):
+      return np.dtype(result_dtype(avals[0].dtype))
+    return np.dtype(result_dtype)
   return rule
+
+
+def _not_weak(*avals, **_):
+  return False
 
 
 def broadcast_operands(ctx, *args):
@@ -46,12 +154,18 @@ def broadcast_operands(ctx, *args):
   return res
 
 
-def naryop(name, accepted, hlo_op, result_dtype=None):
-  """An elementwise primitive lowered to a single StableHLO/CHLO op."""
-  prim = standard_primitive(_nary_shape_rule(name), _nary_dtype_rule(name, accepted, result_dtype),
-                            name)
+def _nary_lower(hlo_op):
+  return lambda ctx, *xs, **_: [hlo_op(*broadcast_operands(ctx, *xs))]
+
+
+def naryop(name, accepted, hlo_op, result_dtype=None, weak_type_rule=None):
+  """An elementwise primitive lowered to a single StableHLO/CHLO op (None: lowered
+  separately). Batching is registered by each primitive's block."""
+  prim = standard_primitive(_nary_shape_rule(name),
+                            _nary_dtype_rule(name, accepted, result_dtype), name,
+                            weak_type_rule=weak_type_rule)
   if hlo_op is not None:
-    mlir.register_lowering(prim, lambda ctx, *xs: [hlo_op(*broadcast_operands(ctx, *xs))])
+    mlir.register_lowering(prim, _nary_lower(hlo_op))
   return prim
 
 
@@ -59,24 +173,1748 @@ def _wrap(prim, doc):
   def fn(*args):
     return prim.bind(*utils.promote_python_scalars(args))
   fn.__name__ = prim.name
+  fn.__qualname__ = prim.name
   fn.__doc__ = doc
   return fn
 
 
-# ---- arithmetic ----
+# ---- lowering helpers ----
 
-add_p = naryop("add", utils._num, hlo.add)
+def _compare_type(dtype):
+  if dtypes.issubdtype(dtype, np.inexact):
+    return "FLOAT"
+  if dtypes.issubdtype(dtype, np.signedinteger):
+    return "SIGNED"
+  return "UNSIGNED"  # unsigned ints and bool
+
+
+def _compare_hlo(x, y, direction, dtype):
+  return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                     compare_type=hlo.ComparisonTypeAttr.get(_compare_type(dtype)))
+
+
+def _full(value, aval):
+  return mlir.full_like_aval(value, aval)
+
+
+# ---- helpers for derivative rules and compositions ----
+
+def _const(x, value):
+  """A rank-0 constant of `x`'s dtype (rank-0 operands broadcast in n-ary ops)."""
+  return np.array(value, _dtype(x))
+
+
+def _full_like(x, value, dtype=None):
+  """An array of `x`'s shape filled with `value`: a broadcast scalar, not a big constant."""
+  c = np.array(value, dtype or _dtype(x))
+  shape = np.shape(x)
+  if not shape:
+    return c
+  from tracejax._src.lax import structural
+  return structural.broadcast_in_dim(c, tuple(shape), ())
+
+
+def _zeros(x):
+  return _full_like(x, 0)
+
+
+def _ones(x):
+  return _full_like(x, 1)
+
+
+def _maybe_broadcast(shape, x):
+  """`x` (of `shape` or rank 0) with shape `shape`."""
+  if tuple(np.shape(x)) == tuple(shape):
+    return x
+  from tracejax._src.lax import structural
+  return structural.broadcast_in_dim(x, tuple(shape), ())
+
+
+def _unbroadcast(aval, ct):
+  """The cotangent of an operand of `aval` that was implicitly broadcast (rank 0)."""
+  shape = np.shape(ct)
+  if tuple(shape) == tuple(aval.shape):
+    return ct
+  assert not aval.shape, (aval, shape)
+  from tracejax._src.lax import reductions
+  return reductions.reduce_sum(ct, tuple(range(len(shape))))
+
+
+def _operand_aval(x):
+  return x.aval if ad.is_undefined_primal(x) else _aval(x)
+
+
+def _out_shape(*xs):
+  return next((tuple(np.shape(x)) for x in xs if np.shape(x)), ())
+
+
+def _iscomplex(x):
+  return dtypes.issubdtype(_dtype(x), np.complexfloating)
+
+
+# ---- lowering compositions: lax ops emitted straight to StableHLO ----
+#
+# The special functions that XLA has no op for (igamma, betainc, bessel_i0e, ...) are
+# lowered as compositions of the lax ops here. Their series and continued fractions
+# iterate until every element has converged, so the composition needs a while loop.
+# Rather than a loop primitive that only lowerings would ever see, a composition runs
+# under `_EmitTrace`, which lowers each primitive the moment it is applied; `_while`
+# then builds the StableHLO while op directly.
+
+
+class _EmitTracer(Tracer):
+  __slots__ = ("value", "_aval")
+
+  def __init__(self, trace, value, aval):
+    self._trace, self.value, self._aval = trace, value, aval
+
+  @property
+  def aval(self):
+    return self._aval
+
+
+class _EmitTrace(Trace):
+  """Lowers each primitive as it is applied; its tracers carry MLIR values."""
+
+  def __init__(self, module_context):
+    self.module_context = module_context
+
+  def value(self, x):
+    """(MLIR value, aval) of a tracer of this trace or of a constant."""
+    if isinstance(x, _EmitTracer) and x._trace is self:
+      return x.value, x.aval
+    if isinstance(x, Tracer):
+      raise TypeError(f"a lowering composition closed over a foreign tracer {x}")
+    aval = _aval(x)
+    return mlir.ir_constant(np.asarray(x, aval.dtype)), aval
+
+  def process_primitive(self, primitive, args, params):
+    vals, avals = [], []
+    for x in args:
+      v, a = self.value(x)
+      vals.append(v)
+      avals.append(a)
+    out_avals = primitive.out_avals(avals, params)
+    ctx = mlir.LoweringRuleContext(self.module_context, primitive, avals, out_avals)
+    rule = mlir.get_lowering(primitive, self.module_context.platform)
+    outs = [_EmitTracer(self, v, a) for v, a in zip(mlir._as_values(rule(ctx, *vals, **params)),
+                                                     out_avals)]
+    return outs if primitive.multiple_results else outs[0]
+
+
+def _lower_composition(fun):
+  """A lowering rule running `fun` (lax ops on operands of the output's shape).
+
+  Rank-0 operands are broadcast first; bfloat16/float16 operands are computed in
+  float32 (series and polynomial coefficients need the range and precision) and the
+  result is rounded back.
+  """
+  def lowering(ctx, *args, **params):
+    args = broadcast_operands(ctx, *args)
+    shape, dt = ctx.avals_out[0].shape, ctx.avals_in[0].dtype
+    trace = _EmitTrace(ctx.module_context)
+    xs = [_EmitTracer(trace, v, ShapedArray(shape, a.dtype)) for v, a in zip(args, ctx.avals_in)]
+    with set_current_trace(trace):
+      if dt in (np.dtype(dtypes.bfloat16), np.dtype(np.float16)):
+        xs = [convert_element_type(x, np.float32) for x in xs]
+        out = convert_element_type(fun(*xs, **params), dt)
+      else:
+        out = fun(*xs, **params)
+    return [trace.value(out)[0]]
+  return lowering
+
+
+def _reduce_any_hlo(pred, ndim):
+  """OR of all elements of a bool tensor (a while condition is one bool)."""
+  if ndim == 0:
+    return pred
+  scalar = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
+  op = hlo.ReduceOp([scalar], [pred], [mlir.ir_constant(np.array(False))],
+                    ir.DenseI64ArrayAttr.get(list(range(ndim))))
+  block = op.body.blocks.append(scalar, scalar)
+  with ir.InsertionPoint(block):
+    hlo.return_([hlo.or_(*block.arguments)])
+  return op.result
+
+
+def _while(cond_fun, body_fun, init):
+  """In a lowering composition: iterate `body_fun(*carry) -> carry` while any element of
+  the bool array `cond_fun(*carry)` holds."""
+  trace = current_trace()
+  if not isinstance(trace, _EmitTrace):
+    raise TypeError("_while is only for lowering compositions; use lax.while_loop")
+  vals, avals = [], []
+  for x in init:
+    v, a = trace.value(x)
+    vals.append(v)
+    avals.append(a.strip_weak_type())
+  types = [mlir.aval_to_ir_type(a) for a in avals]
+  op = hlo.WhileOp(types, vals)
+  # The regions may use values defined outside them (XLA's while accepts implicit
+  # captures), so the closures of cond_fun and body_fun need no threading.
+  cond_block = op.cond.blocks.append(*types)
+  with ir.InsertionPoint(cond_block):
+    pred = cond_fun(*[_EmitTracer(trace, v, a) for v, a in zip(cond_block.arguments, avals)])
+    pred, pred_aval = trace.value(pred)
+    hlo.return_([_reduce_any_hlo(pred, pred_aval.ndim)])
+  body_block = op.body.blocks.append(*types)
+  with ir.InsertionPoint(body_block):
+    outs = body_fun(*[_EmitTracer(trace, v, a) for v, a in zip(body_block.arguments, avals)])
+    hlo.return_([trace.value(o)[0] for o in outs])
+  return [_EmitTracer(trace, r, a) for r, a in zip(op.results, avals)]
+
+
+# =============================================================================
+# Arithmetic
+# =============================================================================
+
+# ---- add ----
+
+add_p = naryop("add", _num, hlo.add)
 add = _wrap(add_p, "Elementwise addition: x + y.")
 
-sub_p = naryop("sub", utils._num, hlo.subtract)
+
+def _add_jvp(primals, tangents):
+  x, y = primals
+  xdot, ydot = tangents
+  out = add_p.bind(x, y)
+  shape = np.shape(out)
+  if type(xdot) is ad.Zero and type(ydot) is ad.Zero:
+    return out, ad.Zero(_aval(out).at_least_vspace())
+  if type(xdot) is ad.Zero:
+    return out, _maybe_broadcast(shape, ydot)
+  if type(ydot) is ad.Zero:
+    return out, _maybe_broadcast(shape, xdot)
+  return out, add(xdot, ydot)
+
+
+def _add_transpose(ct, x, y):
+  # A defined operand needs no cotangent (backward_pass ignores it), so skip its sum.
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval) if ad.is_undefined_primal(x) else None,
+            ad.Zero(y.aval) if ad.is_undefined_primal(y) else None]
+  return [_unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
+          _unbroadcast(y.aval, ct) if ad.is_undefined_primal(y) else None]
+
+
+ad.primitive_jvps[add_p] = _add_jvp
+ad.primitive_transposes[add_p] = _add_transpose
+ad.linear_primitives.add(add_p)
+utils.defbroadcasting(add_p)
+
+# ---- sub ----
+
+sub_p = naryop("sub", _num, hlo.subtract)
 sub = _wrap(sub_p, "Elementwise subtraction: x - y.")
 
-mul_p = naryop("mul", utils._num, hlo.multiply)
+
+def _sub_jvp(primals, tangents):
+  x, y = primals
+  xdot, ydot = tangents
+  out = sub_p.bind(x, y)
+  shape = np.shape(out)
+  if type(xdot) is ad.Zero and type(ydot) is ad.Zero:
+    return out, ad.Zero(_aval(out).at_least_vspace())
+  if type(xdot) is ad.Zero:
+    return out, _maybe_broadcast(shape, neg(ydot))
+  if type(ydot) is ad.Zero:
+    return out, _maybe_broadcast(shape, xdot)
+  return out, sub(xdot, ydot)
+
+
+def _sub_transpose(ct, x, y):
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval) if ad.is_undefined_primal(x) else None,
+            ad.Zero(y.aval) if ad.is_undefined_primal(y) else None]
+  return [_unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
+          _unbroadcast(y.aval, neg(ct)) if ad.is_undefined_primal(y) else None]
+
+
+ad.primitive_jvps[sub_p] = _sub_jvp
+ad.primitive_transposes[sub_p] = _sub_transpose
+ad.linear_primitives.add(sub_p)
+utils.defbroadcasting(sub_p)
+
+# ---- mul ----
+
+mul_p = naryop("mul", _num, hlo.multiply)
 mul = _wrap(mul_p, "Elementwise multiplication: x * y.")
+# Transposition is not conjugation: the cotangent of x in x*y is ct*y, also for complex.
+ad.defbilinear(mul_p,
+               lambda ct, x, y: _unbroadcast(x.aval, mul(ct, y)),
+               lambda ct, x, y: _unbroadcast(y.aval, mul(x, ct)))
+utils.defbroadcasting(mul_p)
 
-# ---- transcendental ----
+# ---- div ----
 
-sin_p = naryop("sin", utils._inexact, hlo.sine)
+div_p = naryop("div", _num, hlo.divide)  # integers: truncation toward zero, as in C and XLA
+div = _wrap(div_p, "Elementwise division: x / y (integers round toward zero).")
+ad.defjvp(div_p,
+          lambda g, x, y: div(g, y),
+          lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
+
+
+def _div_transpose(ct, x, y):
+  # div is linear in its numerator only.
+  assert ad.is_undefined_primal(x) and not ad.is_undefined_primal(y)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval), None]
+  return [_unbroadcast(x.aval, div(ct, y)), None]
+
+
+ad.primitive_transposes[div_p] = _div_transpose
+utils.defbroadcasting(div_p)
+
+# ---- rem ----
+
+rem_p = naryop("rem", [np.integer, np.floating], hlo.remainder)
+rem = _wrap(rem_p, "Elementwise remainder: x mod y, with the sign of x (C's fmod).")
+ad.defjvp(rem_p,
+          lambda g, x, y: _maybe_broadcast(_out_shape(x, y), g),
+          lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+utils.defbroadcasting(rem_p)
+
+# ---- neg ----
+
+neg_p = naryop("neg", _num, hlo.negate)
+neg = _wrap(neg_p, "Elementwise negation: -x.")
+ad.deflinear2(neg_p, lambda ct, x: [neg(ct)])
+utils.defvectorized(neg_p)
+
+# ---- sign ----
+
+sign_p = naryop("sign", _num, None)
+sign = _wrap(sign_p, "Elementwise sign: -1, 0 or 1 (x / |x| for complex x).")
+ad.defjvp_zero(sign_p)
+utils.defvectorized(sign_p)
+
+
+def _sign_lower(ctx, x):
+  aval = ctx.avals_in[0]
+  if dtypes.issubdtype(aval.dtype, np.unsignedinteger):
+    # StableHLO's sign is for signed and floating types.
+    is_zero = _compare_hlo(x, _full(0, aval), "EQ", aval.dtype)
+    return [hlo.select(is_zero, _full(0, aval), _full(1, aval))]
+  return [hlo.sign(x)]
+
+
+mlir.register_lowering(sign_p, _sign_lower)
+
+# ---- abs ----
+
+
+def _real_dtype(dtype):
+  return dtypes.to_real_dtype(dtype)
+
+
+abs_p = naryop("abs", [np.signedinteger, np.floating, np.complexfloating], hlo.abs,
+               result_dtype=_real_dtype)
+abs = _wrap(abs_p, "Elementwise absolute value: |x|.")
+
+
+def _abs_jvp(g, ans, x):
+  if _iscomplex(x):
+    # |z| is not holomorphic: d|z| = Re(conj(z) dz) / |z|.
+    safe = _replace_zero(convert_element_type(ans, _dtype(x)))
+    return real(mul(g, div(conj(x), safe)))
+  return select(ge(x, _const(x, 0)), g, neg(g))
+
+
+ad.defjvp2(abs_p, _abs_jvp)
+utils.defvectorized(abs_p)
+
+
+def _replace_zero(x):
+  return select(eq(x, _const(x, 0)), _ones(x), x)
+
+
+# ---- max, min ----
+
+
+def _balanced_eq(x, z, y):
+  # 1 where x alone attains z, 1/2 where x and y tie, 0 elsewhere: the derivative of a
+  # tie is split evenly between the two operands.
+  dt = _dtype(z)
+  x_eq = convert_element_type(eq(x, z), dt)
+  y_eq = convert_element_type(eq(y, z), dt)
+  return div(x_eq, add(y_eq, _const(z, 1)))
+
+
+def _minmax_lower(direction, hlo_op):
+  def lower(ctx, x, y):
+    x, y = broadcast_operands(ctx, x, y)
+    aval = ctx.avals_in[0]
+    if dtypes.issubdtype(aval.dtype, np.complexfloating):
+      # Complex numbers compare lexicographically (real part, then imaginary part).
+      rx, ry, ix, iy = hlo.real(x), hlo.real(y), hlo.imag(x), hlo.imag(y)
+      rdt = _real_dtype(aval.dtype)
+      real_eq = _compare_hlo(rx, ry, "EQ", rdt)
+      pick_x = hlo.select(real_eq, _compare_hlo(ix, iy, direction, rdt),
+                          _compare_hlo(rx, ry, direction, rdt))
+      return [hlo.select(pick_x, x, y)]
+    if aval.dtype == np.bool_:
+      return [(hlo.or_ if direction == "GT" else hlo.and_)(x, y)]
+    return [hlo_op(x, y)]  # XLA's maximum/minimum propagate NaNs
+  return lower
+
+
+max_p = naryop("max", _any, None)
+max = _wrap(max_p, "Elementwise maximum: max(x, y). NaNs propagate.")
+ad.defjvp2(max_p,
+           lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+utils.defbroadcasting(max_p)
+mlir.register_lowering(max_p, _minmax_lower("GT", hlo.maximum))
+
+min_p = naryop("min", _any, None)
+min = _wrap(min_p, "Elementwise minimum: min(x, y). NaNs propagate.")
+ad.defjvp2(min_p,
+           lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+utils.defbroadcasting(min_p)
+mlir.register_lowering(min_p, _minmax_lower("LT", hlo.minimum))
+
+# ---- pow ----
+
+
+def _pow_dtype_rule(x, y):
+  _check_dtypes("pow", _inexact, [x])
+  _check_dtypes("pow", [np.integer, np.inexact], [y])
+  if dtypes.issubdtype(y.dtype, np.integer) or x.dtype == y.dtype:
+    return x.dtype
+  raise TypeError("the first argument to pow must have an inexact dtype (float or complex), "
+                  "and the second argument must have an inexact or integer dtype, and two "
+                  f"inexact dtypes must match, but got {x.dtype} and {y.dtype} respectively.")
+
+
+def pow(x, y):
+  """Elementwise power: x ** y (x float or complex; y of x's dtype or an integer)."""
+  x, y = _promote_pow_scalars(x, y)
+  return pow_p.bind(x, y)
+
+
+def _promote_pow_scalars(x, y):
+  if type(y) is int and type(x) not in utils._py_scalars:
+    return x, np.array(y, dtypes.default_int_dtype())  # an integer exponent stays integer
+  return utils.promote_python_scalars([x, y])
+
+
+pow_p = standard_primitive(_nary_shape_rule("pow"), _pow_dtype_rule, "pow")
+
+
+def _pow_jvp_lhs(g, ans, x, y):
+  if dtypes.issubdtype(_dtype(y), np.integer):
+    shape = _out_shape(x, y)
+    x, y = _maybe_broadcast(shape, x), _maybe_broadcast(shape, y)
+    yx = convert_element_type(y, _dtype(x))
+    # y * x**(y-1), exactly 0 where y == 0 (x**-1 may be inf there).
+    jac = select(eq(y, _const(y, 0)), _zeros(yx),
+                 mul(_replace_zero(yx), pow(x, sub(y, _const(y, 1)))))
+  else:
+    jac = mul(y, pow(x, sub(y, _const(y, 1))))
+  return mul(g, jac)
+
+
+def _pow_jvp_rhs(g, ans, x, y):
+  return mul(g, mul(log(_replace_zero(x)), ans))
+
+
+ad.defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
+utils.defbroadcasting(pow_p)
+
+
+def _pow_lower(ctx, x, y):
+  x, y = broadcast_operands(ctx, x, y)
+  x_aval, y_aval = ctx.avals_in
+  if x_aval.dtype != y_aval.dtype:  # an integer exponent: XLA's power wants one dtype
+    y = hlo.convert(mlir.aval_to_ir_type(ctx.avals_out[0]), y)
+  return [hlo.power(x, y)]
+
+
+mlir.register_lowering(pow_p, _pow_lower)
+
+# ---- integer_pow ----
+
+
+def integer_pow(x, y):
+  """Elementwise power x ** y for a static Python integer y (repeated multiplication)."""
+  return integer_pow_p.bind(x, y=int(y))
+
+
+def _integer_pow_dtype_rule(x, *, y):
+  _check_dtypes("integer_pow", _num, [x])
+  if y < 0 and dtypes.issubdtype(x.dtype, np.integer):
+    raise TypeError(f"Integers cannot be raised to negative powers, got "
+                    f"integer_pow({x.str_short()}, {y})")
+  return x.dtype
+
+
+integer_pow_p = standard_primitive(lambda x, **_: x.shape, _integer_pow_dtype_rule,
+                                   "integer_pow")
+
+
+def _integer_pow_jvp(g, x, *, y):
+  if y == 0:
+    return ad.Zero(_aval(g))
+  return mul(g, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+utils.defvectorized(integer_pow_p)
+
+
+def _integer_pow_lower(ctx, x, *, y):
+  aval = ctx.avals_in[0]
+  if y == 0:
+    return [_full(1, aval)]
+  n = -y if y < 0 else y
+  acc = None
+  while n:  # binary exponentiation: O(log y) multiplies
+    if n & 1:
+      acc = x if acc is None else hlo.multiply(acc, x)
+    n >>= 1
+    if n:
+      x = hlo.multiply(x, x)
+  return [hlo.divide(_full(1, aval), acc) if y < 0 else acc]
+
+
+mlir.register_lowering(integer_pow_p, _integer_pow_lower)
+
+
+def reciprocal(x):
+  """Elementwise reciprocal: 1 / x."""
+  return integer_pow(x, -1)
+
+
+# ---- square ----
+
+square_p = naryop("square", _num, None)
+square = _wrap(square_p, "Elementwise square: x ** 2.")
+ad.defjvp2(square_p, lambda g, ans, x: mul(g, mul(_const(x, 2), x)))
+utils.defvectorized(square_p)
+
+
+def _square_lower(ctx, x):
+  if dtypes.issubdtype(ctx.avals_in[0].dtype, np.complexfloating):
+    return [chlo.square(x)]  # avoids the cancellation of a naive complex product
+  return [hlo.multiply(x, x)]
+
+
+mlir.register_lowering(square_p, _square_lower)
+
+# ---- sqrt, rsqrt, cbrt ----
+
+sqrt_p = naryop("sqrt", _inexact, hlo.sqrt)
+sqrt = _wrap(sqrt_p, "Elementwise square root: sqrt(x).")
+ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))
+utils.defvectorized(sqrt_p)
+
+rsqrt_p = naryop("rsqrt", _inexact, hlo.rsqrt)
+rsqrt = _wrap(rsqrt_p, "Elementwise reciprocal square root: 1 / sqrt(x).")
+ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))))
+utils.defvectorized(rsqrt_p)
+
+cbrt_p = naryop("cbrt", _float, hlo.cbrt)
+cbrt = _wrap(cbrt_p, "Elementwise cube root: x ** (1/3), real for negative x.")
+ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
+utils.defvectorized(cbrt_p)
+
+
+# =============================================================================
+# Exponentials and logarithms
+# =============================================================================
+
+exp_p = naryop("exp", _inexact, hlo.exponential)
+exp = _wrap(exp_p, "Elementwise exponential: e ** x.")
+ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
+utils.defvectorized(exp_p)
+
+exp2_p = naryop("exp2", _inexact, None)
+exp2 = _wrap(exp2_p, "Elementwise base-2 exponential: 2 ** x.")
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(_const(x, np.log(2)), mul(g, ans)))
+utils.defvectorized(exp2_p)
+mlir.register_lowering(
+    exp2_p, lambda ctx, x: [hlo.exponential(hlo.multiply(_full(np.log(2), ctx.avals_in[0]), x))])
+
+log_p = naryop("log", _inexact, hlo.log)
+log = _wrap(log_p, "Elementwise natural logarithm: log(x).")
+ad.defjvp(log_p, lambda g, x: div(g, x))
+utils.defvectorized(log_p)
+
+log1p_p = naryop("log1p", _inexact, hlo.log_plus_one)
+log1p = _wrap(log1p_p, "Elementwise log(1 + x), accurate for small x.")
+ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
+utils.defvectorized(log1p_p)
+
+expm1_p = naryop("expm1", _inexact, hlo.exponential_minus_one)
+expm1 = _wrap(expm1_p, "Elementwise e ** x - 1, accurate for small x.")
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
+utils.defvectorized(expm1_p)
+
+tanh_p = naryop("tanh", _inexact, hlo.tanh)
+tanh = _wrap(tanh_p, "Elementwise hyperbolic tangent: tanh(x).")
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)))
+utils.defvectorized(tanh_p)
+
+logistic_p = naryop("logistic", _inexact, None)
+logistic = _wrap(logistic_p, "Elementwise logistic (sigmoid): 1 / (1 + e ** -x).")
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
+utils.defvectorized(logistic_p)
+
+
+def _logistic_lower(ctx, x):
+  # 1 / (1 + exp(-x)), as JAX lowers it (XLA's logistic op is less accurate on some
+  # backends); saturates cleanly to 0 and 1.
+  one = _full(1, ctx.avals_in[0])
+  return [hlo.divide(one, hlo.add(one, hlo.exponential(hlo.negate(x))))]
+
+
+mlir.register_lowering(logistic_p, _logistic_lower)
+
+
+# =============================================================================
+# Trigonometric and hyperbolic functions
+# =============================================================================
+
+sin_p = naryop("sin", _inexact, hlo.sine)
 sin = _wrap(sin_p, "Elementwise sine: sin(x).")
+ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+utils.defvectorized(sin_p)
 
-_ = (np, dtypes, ad, batching)
+cos_p = naryop("cos", _inexact, hlo.cosine)
+cos = _wrap(cos_p, "Elementwise cosine: cos(x).")
+ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+utils.defvectorized(cos_p)
+
+tan_p = naryop("tan", _inexact, hlo.tan)
+tan = _wrap(tan_p, "Elementwise tangent: tan(x).")
+ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(_const(x, 1), square(ans))))
+utils.defvectorized(tan_p)
+
+asin_p = naryop("asin", _inexact, chlo.asin)
+asin = _wrap(asin_p, "Elementwise arc sine: asin(x).")
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), square(x)))))
+utils.defvectorized(asin_p)
+
+acos_p = naryop("acos", _inexact, chlo.acos)
+acos = _wrap(acos_p, "Elementwise arc cosine: acos(x).")
+ad.defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(sub(_const(x, 1), square(x))))))
+utils.defvectorized(acos_p)
+
+atan_p = naryop("atan", _inexact, chlo.atan)
+atan = _wrap(atan_p, "Elementwise arc tangent: atan(x).")
+ad.defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
+utils.defvectorized(atan_p)
+
+atan2_p = naryop("atan2", _float, hlo.atan2)
+atan2 = _wrap(atan2_p, "Elementwise arc tangent of two variables: atan(x / y), quadrant-aware.")
+ad.defjvp(atan2_p,
+          lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
+          lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
+utils.defbroadcasting(atan2_p)
+
+sinh_p = naryop("sinh", _inexact, chlo.sinh)
+sinh = _wrap(sinh_p, "Elementwise hyperbolic sine: sinh(x).")
+ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+utils.defvectorized(sinh_p)
+
+cosh_p = naryop("cosh", _inexact, chlo.cosh)
+cosh = _wrap(cosh_p, "Elementwise hyperbolic cosine: cosh(x).")
+ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+utils.defvectorized(cosh_p)
+
+asinh_p = naryop("asinh", _inexact, chlo.asinh)
+asinh = _wrap(asinh_p, "Elementwise inverse hyperbolic sine: asinh(x).")
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
+utils.defvectorized(asinh_p)
+
+acosh_p = naryop("acosh", _inexact, chlo.acosh)
+acosh = _wrap(acosh_p, "Elementwise inverse hyperbolic cosine: acosh(x).")
+# x^2 - 1 rather than (x - 1)(x + 1): the domain is x >= 1, away from the cancellation.
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
+utils.defvectorized(acosh_p)
+
+atanh_p = naryop("atanh", _inexact, chlo.atanh)
+atanh = _wrap(atanh_p, "Elementwise inverse hyperbolic tangent: atanh(x).")
+ad.defjvp(atanh_p, lambda g, x: mul(reciprocal(add(_const(x, 1), x)),
+                                    div(g, sub(_const(x, 1), x))))
+utils.defvectorized(atanh_p)
+
+
+# =============================================================================
+# Rounding and floating-point structure
+# =============================================================================
+
+floor_p = naryop("floor", _float, hlo.floor)
+floor = _wrap(floor_p, "Elementwise floor: the largest integer <= x.")
+ad.defjvp_zero(floor_p)
+utils.defvectorized(floor_p)
+
+ceil_p = naryop("ceil", _float, hlo.ceil)
+ceil = _wrap(ceil_p, "Elementwise ceiling: the smallest integer >= x.")
+ad.defjvp_zero(ceil_p)
+utils.defvectorized(ceil_p)
+
+# ---- round ----
+
+
+class RoundingMethod(enum.IntEnum):
+  """How `lax.round` breaks ties: away from zero (C's round) or to the nearest even."""
+  AWAY_FROM_ZERO = 0
+  TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+  """Elementwise round to the nearest integer; ties per `rounding_method`."""
+  return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
+
+round_p = standard_primitive(_nary_shape_rule("round"), _nary_dtype_rule("round", _float),
+                             "round")
+ad.defjvp_zero(round_p)
+utils.defvectorized(round_p)
+
+
+def _round_lower(ctx, x, *, rounding_method):
+  if rounding_method == RoundingMethod.AWAY_FROM_ZERO:
+    return [hlo.round_nearest_afz(x)]
+  return [hlo.round_nearest_even(x)]
+
+
+mlir.register_lowering(round_p, _round_lower)
+
+# ---- nextafter, is_finite ----
+
+nextafter_p = naryop("nextafter", _float, chlo.next_after)
+nextafter = _wrap(nextafter_p,
+                  "The next representable value after x1 in the direction of x2.")
+# nextafter(x1, x2) = x1 + (a step that is constant almost everywhere): slope 1 in x1.
+ad.defjvp(nextafter_p, lambda g, x1, x2: _maybe_broadcast(_out_shape(x1, x2), g), None)
+utils.defbroadcasting(nextafter_p)
+
+is_finite_p = naryop("is_finite", _float, hlo.is_finite, result_dtype=np.bool_,
+                     weak_type_rule=_not_weak)
+is_finite = _wrap(is_finite_p, "Elementwise isfinite: neither inf nor NaN.")
+ad.defjvp_zero(is_finite_p)
+utils.defvectorized(is_finite_p)
+
+
+# =============================================================================
+# Special functions
+# =============================================================================
+
+# ---- erf, erfc, erf_inv ----
+
+erf_p = naryop("erf", _float, chlo.erf)
+erf = _wrap(erf_p, "Elementwise error function: erf(x).")
+ad.defjvp(erf_p, lambda g, x: mul(_const(x, 2 / np.sqrt(np.pi)), mul(g, exp(neg(square(x))))))
+utils.defvectorized(erf_p)
+
+erfc_p = naryop("erfc", _float, chlo.erfc)
+erfc = _wrap(erfc_p, "Elementwise complementary error function: 1 - erf(x).")
+ad.defjvp(erfc_p,
+          lambda g, x: mul(_const(x, -2 / np.sqrt(np.pi)), mul(g, exp(neg(square(x))))))
+utils.defvectorized(erfc_p)
+
+erf_inv_p = naryop("erf_inv", _float, chlo.erf_inv)
+erf_inv = _wrap(erf_inv_p, "Elementwise inverse error function: erf^-1(x).")
+ad.defjvp2(erf_inv_p,
+           lambda g, ans, x: mul(_const(x, np.sqrt(np.pi) / 2), mul(g, exp(square(ans)))))
+utils.defvectorized(erf_inv_p)
+
+# ---- lgamma, digamma, polygamma, zeta ----
+
+lgamma_p = naryop("lgamma", _float, chlo.lgamma)
+lgamma = _wrap(lgamma_p, "Elementwise log gamma: log(|Gamma(x)|).")
+ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+utils.defvectorized(lgamma_p)
+
+digamma_p = naryop("digamma", _float, chlo.digamma)
+digamma = _wrap(digamma_p, "Elementwise digamma: psi(x), the derivative of lgamma.")
+ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(_const(x, 1), x)))
+utils.defvectorized(digamma_p)
+
+
+def _polygamma_grad_m(g, m, x):
+  raise ValueError("polygamma gradient with respect to m is not supported")
+
+
+polygamma_p = naryop("polygamma", _float, chlo.polygamma)
+polygamma = _wrap(polygamma_p, "Elementwise polygamma: psi^(m)(x), m a non-negative integer.")
+ad.defjvp(polygamma_p, _polygamma_grad_m,
+          lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
+utils.defbroadcasting(polygamma_p)
+
+
+def _zeta_grad_x(g, x, q):
+  raise ValueError("zeta gradient with respect to x is not supported")
+
+
+zeta_p = naryop("zeta", _float, chlo.zeta)
+zeta = _wrap(zeta_p, "Elementwise Hurwitz zeta function: zeta(x, q) = sum (q + n) ** -x.")
+# d/dq sum_n (q + n)^-x = -x zeta(x + 1, q).
+ad.defjvp(zeta_p, _zeta_grad_x,
+          lambda g, x, q: mul(g, mul(neg(x), zeta(add(x, _const(x, 1)), q))))
+utils.defbroadcasting(zeta_p)
+
+# ---- the incomplete gamma family ----
+#
+# P(a, x) (igamma) by its power series where x < max(1, a), and Q(a, x) (igammac) by
+# Legendre's continued fraction elsewhere (Cephes' igam/igamc, as XLA's math library
+# does). The derivative modes carry d/da of every term along, for igamma_grad_a and
+# for random_gamma_grad (the implicit derivative of a Gamma(a) sample, -dP/da / dP/dx).
+
+
+def _finfo(x):
+  return dtypes.finfo(_dtype(x))
+
+
+def _isnan(x):
+  return ne(x, x)
+
+
+def _any_of(*preds):
+  return functools.reduce(or_, preds)
+
+
+def _igamma_log_prefactor(a, x):
+  """log(x^a e^-x / Gamma(a)), the factor in front of both the series and the fraction."""
+  return sub(sub(mul(a, log(x)), x), lgamma(a))
+
+
+def _igamma_series(ax, x, a, enabled, mode):
+  eps = _finfo(x).eps
+
+  def cond(enabled, r, c, ans, dc_da, dans_da, i):
+    return and_(enabled, lt(i, np.int32(2000)))
+
+  def body(enabled, r, c, ans, dc_da, dans_da, i):
+    r1 = add(r, _const(r, 1))
+    dc_da1 = sub(mul(dc_da, div(x, r1)), div(mul(c, x), mul(r1, r1)))
+    dans_da1 = add(dans_da, dc_da1)
+    c1 = mul(c, div(x, r1))
+    ans1 = add(ans, c1)
+    if mode == "value":
+      more = gt(div(c1, ans1), _const(c1, eps))
+    else:
+      more = gt(abs(div(dc_da1, dans_da1)), _const(c1, eps))
+    keep = lambda new, old: select(enabled, new, old)  # converged elements stay put
+    return [and_(enabled, more), keep(r1, r), keep(c1, c), keep(ans1, ans),
+            keep(dc_da1, dc_da), keep(dans_da1, dans_da), add(i, np.int32(1))]
+
+  init = [enabled, a, _ones(a), _ones(a), _zeros(a), _zeros(a), np.int32(0)]
+  _, _, _, ans, _, dans_da, _ = _while(cond, body, init)
+  if mode == "value":
+    return div(mul(ans, ax), a)
+  dlogax_da = sub(log(x), digamma(add(a, _const(a, 1))))
+  if mode == "grad_a":
+    return div(mul(ax, add(mul(ans, dlogax_da), dans_da)), a)
+  return neg(div(mul(add(dans_da, mul(ans, dlogax_da)), x), a))  # "sample_grad"
+
+
+def _igammac_continued_fraction(ax, x, a, enabled, mode):
+  eps = _finfo(x).eps
+  one = _const(x, 1)
+
+  def cond(enabled, *_rest):
+    return and_(enabled, lt(_rest[-1], np.int32(2000)))
+
+  def body(enabled, ans, t, y, z, c, pkm1, qkm1, pkm2, qkm2,
+           dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da, dans_da, i):
+    c1, y1, z1 = add(c, one), add(y, one), add(z, _const(x, 2))
+    yc = mul(y1, c1)
+    pk = sub(mul(pkm1, z1), mul(pkm2, yc))
+    qk = sub(mul(qkm1, z1), mul(qkm2, yc))
+    qk_nonzero = ne(qk, _const(qk, 0))
+    r = div(pk, qk)
+    t1 = select(qk_nonzero, abs(div(sub(ans, r), r)), _ones(t))
+    ans1 = select(qk_nonzero, r, ans)
+    # d/da of the recurrences: dy/da = dz/da = -1.
+    dpk_da = add(sub(sub(mul(dpkm1_da, z1), pkm1), mul(dpkm2_da, yc)), mul(pkm2, c1))
+    dqk_da = add(sub(sub(mul(dqkm1_da, z1), qkm1), mul(dqkm2_da, yc)), mul(qkm2, c1))
+    dans_da1 = select(qk_nonzero, div(sub(dpk_da, mul(ans1, dqk_da)), qk), dans_da)
+    grad_delta = select(qk_nonzero, abs(sub(dans_da1, dans_da)), _ones(t))
+    # Rescale the convergents when they grow large (their ratio is what matters).
+    big = gt(abs(pk), _const(pk, 1 / eps))
+    scale = lambda v: select(big, mul(v, _const(v, eps)), v)
+    new_pkm2, new_pkm1, new_qkm2, new_qkm1 = map(scale, (pkm1, pk, qkm1, qk))
+    new_d = list(map(scale, (dpkm1_da, dqkm1_da, dpk_da, dqk_da)))
+    if mode == "value":
+      more = gt(t1, _const(t1, eps))
+    else:
+      more = gt(grad_delta, _const(t1, eps))
+    keep = lambda new, old: select(enabled, new, old)
+    return [and_(enabled, more), keep(ans1, ans), keep(t1, t), keep(y1, y), keep(z1, z),
+            keep(c1, c), keep(new_pkm1, pkm1), keep(new_qkm1, qkm1), keep(new_pkm2, pkm2),
+            keep(new_qkm2, qkm2), keep(new_d[0], dpkm2_da), keep(new_d[1], dqkm2_da),
+            keep(new_d[2], dpkm1_da), keep(new_d[3], dqkm1_da), keep(dans_da1, dans_da),
+            add(i, np.int32(1))]
+
+  y = sub(one, a)
+  z = add(add(x, y), one)
+  pkm1 = add(x, one)
+  qkm1 = mul(z, x)
+  ans = div(pkm1, qkm1)
+  dqkm1_da = neg(x)
+  dans_da = div(neg(mul(ans, dqkm1_da)), qkm1)
+  init = [enabled, ans, _ones(x), y, z, _zeros(x), pkm1, qkm1, _ones(x), x,
+          _zeros(x), _zeros(x), _zeros(x), dqkm1_da, dans_da, np.int32(0)]
+  outs = _while(cond, body, init)
+  ans, dans_da = outs[1], outs[14]
+  if mode == "value":
+    return mul(ans, ax)
+  dlogax_da = sub(log(x), digamma(a))
+  if mode == "grad_a":
+    return mul(ax, add(mul(ans, dlogax_da), dans_da))
+  return neg(mul(add(dans_da, mul(ans, dlogax_da)), x))  # "sample_grad"
+
+
+def _igamma_impl(a, x):
+  x_zero, x_inf, a_zero = eq(x, _const(x, 0)), eq(x, _const(x, np.inf)), eq(a, _const(a, 0))
+  bad = _any_of(lt(x, _const(x, 0)), lt(a, _const(a, 0)), and_(a_zero, x_zero),
+                _isnan(a), _isnan(x))
+  use_fraction = and_(ge(x, _const(x, 1)), gt(x, a))
+  log_ax = _igamma_log_prefactor(a, x)
+  underflow = lt(log_ax, _const(x, -np.log(_finfo(x).max)))
+  ax = exp(log_ax)
+  enabled = not_(_any_of(x_zero, bad, underflow, x_inf, a_zero))
+  out = select(use_fraction,
+               sub(_const(x, 1), _igammac_continued_fraction(
+                   ax, x, a, and_(enabled, use_fraction), "value")),
+               _igamma_series(ax, x, a, and_(enabled, not_(use_fraction)), "value"))
+  out = select(x_zero, _zeros(out), out)
+  out = select(or_(x_inf, a_zero), _ones(out), out)  # P(0, x > 0) = 1
+  return select(bad, _full_like(out, np.nan), out)
+
+
+def _igammac_impl(a, x):
+  x_zero, x_inf = eq(x, _const(x, 0)), eq(x, _const(x, np.inf))
+  a_zero, a_inf = eq(a, _const(a, 0)), eq(a, _const(a, np.inf))
+  bad = _any_of(lt(x, _const(x, 0)), lt(a, _const(a, 0)), and_(a_zero, x_zero),
+                _isnan(a), _isnan(x), and_(a_inf, x_inf))
+  use_series = or_(lt(x, _const(x, 1)), lt(x, a))
+  log_ax = _igamma_log_prefactor(a, x)
+  underflow = lt(log_ax, _const(x, -np.log(_finfo(x).max)))
+  ax = exp(log_ax)
+  enabled = not_(_any_of(bad, underflow, x_inf, a_zero, a_inf))
+  out = select(use_series,
+               sub(_const(x, 1), _igamma_series(ax, x, a, and_(enabled, use_series),
+                                                "value")),
+               _igammac_continued_fraction(ax, x, a, and_(enabled, not_(use_series)),
+                                           "value"))
+  out = select(or_(x_inf, a_zero), _zeros(out), out)
+  out = select(a_inf, _ones(out), out)
+  return select(bad, _full_like(out, np.nan), out)
+
+
+def _igamma_derivative_impl(mode):
+  def impl(a, x):
+    x_zero = eq(x, _const(x, 0))
+    bad = _any_of(lt(x, _const(x, 0)), le(a, _const(a, 0)), _isnan(a), _isnan(x))
+    use_fraction = and_(gt(x, _const(x, 1)), gt(x, a))
+    log_ax = _igamma_log_prefactor(a, x)
+    underflow = lt(log_ax, _const(x, -np.log(_finfo(x).max)))
+    ax = exp(log_ax)
+    enabled = not_(_any_of(x_zero, bad, underflow))
+    out = select(use_fraction,
+                 neg(_igammac_continued_fraction(ax, x, a, and_(enabled, use_fraction),
+                                                 mode)),
+                 _igamma_series(ax, x, a, and_(enabled, not_(use_fraction)), mode))
+    out = select(x_zero, _zeros(out), out)
+    return select(bad, _full_like(out, np.nan), out)
+  return impl
+
+
+def _igamma_grad_x(g, a, x):
+  # dP/dx = x^(a-1) e^-x / Gamma(a)
+  return mul(g, exp(sub(sub(mul(sub(a, _const(a, 1)), log(x)), x), lgamma(a))))
+
+
+igamma_p = naryop("igamma", _float, None)
+igamma = _wrap(igamma_p, "Elementwise regularized incomplete gamma function P(a, x).")
+ad.defjvp(igamma_p, lambda g, a, x: mul(g, igamma_grad_a(a, x)), _igamma_grad_x)
+utils.defbroadcasting(igamma_p)
+mlir.register_lowering(igamma_p, _lower_composition(_igamma_impl))
+
+igammac_p = naryop("igammac", _float, None)
+igammac = _wrap(igammac_p,
+                "Elementwise complementary regularized incomplete gamma function Q(a, x).")
+ad.defjvp(igammac_p, lambda g, a, x: neg(mul(g, igamma_grad_a(a, x))),
+          lambda g, a, x: neg(_igamma_grad_x(g, a, x)))
+utils.defbroadcasting(igammac_p)
+mlir.register_lowering(igammac_p, _lower_composition(_igammac_impl))
+
+def _igamma_grad_a_grad_a(g, a, x):
+  raise ValueError("igamma_grad_a gradient with respect to a (the second derivative of "
+                   "igamma in a) is not supported")
+
+
+igamma_grad_a_p = naryop("igamma_grad_a", _float, None)
+igamma_grad_a = _wrap(igamma_grad_a_p,
+                      "Elementwise derivative of the regularized incomplete gamma function "
+                      "P(a, x) with respect to a.")
+# d/dx dP/da = d/da dP/dx = dP/dx (log x - digamma(a)).
+ad.defjvp(igamma_grad_a_p, _igamma_grad_a_grad_a,
+          lambda g, a, x: mul(_igamma_grad_x(g, a, x), sub(log(x), digamma(a))))
+utils.defbroadcasting(igamma_grad_a_p)
+mlir.register_lowering(igamma_grad_a_p, _lower_composition(_igamma_derivative_impl("grad_a")))
+
+random_gamma_grad_p = naryop("random_gamma_grad", _float, None)
+random_gamma_grad = _wrap(random_gamma_grad_p,
+                          "Elementwise derivative of samples x from Gamma(a, 1) with respect "
+                          "to a: -(dP/da) / (dP/dx).")
+
+
+def _random_gamma_grad_grad(g, a, x):
+  raise ValueError("random_gamma_grad is not differentiable (second derivatives of gamma "
+                   "samples are not supported)")
+
+
+ad.defjvp(random_gamma_grad_p, _random_gamma_grad_grad, _random_gamma_grad_grad)
+utils.defbroadcasting(random_gamma_grad_p)
+mlir.register_lowering(random_gamma_grad_p,
+                       _lower_composition(_igamma_derivative_impl("sample_grad")))
+
+# ---- betainc (the regularized incomplete beta function) ----
+
+
+def _betainc_continued_fraction(a, b, x):
+  """The continued fraction of I_x(a, b) (DLMF 8.17.22) by the modified Lentz method."""
+  finfo = _finfo(x)
+  eps = finfo.eps
+  fpmin = float(finfo.tiny) / float(eps)  # keeps the Lentz ratios away from zero
+  one = _const(x, 1)
+  max_iter = 600 if _dtype(x) == np.float64 else 200
+  qab, qap, qam = add(a, b), add(a, one), sub(a, one)
+
+  def nonzero(v):
+    return select(lt(abs(v), _const(v, fpmin)), _full_like(v, fpmin), v)
+
+  def cond(enabled, c, d, h, i):
+    return and_(enabled, lt(i, np.int32(max_iter)))
+
+  def body(enabled, c, d, h, i):
+    m = convert_element_type(add(i, np.int32(1)), _dtype(x))
+    m2 = mul(m, _const(x, 2))
+    # even step: d_2m = m (b - m) x / ((a + 2m - 1)(a + 2m))
+    aa = div(mul(mul(m, sub(b, m)), x), mul(add(qam, m2), add(a, m2)))
+    d1 = reciprocal(nonzero(add(one, mul(aa, d))))
+    c1 = nonzero(add(one, div(aa, c)))
+    h1 = mul(h, mul(d1, c1))
+    # odd step: d_2m+1 = -(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1))
+    aa = div(neg(mul(mul(add(a, m), add(qab, m)), x)), mul(add(a, m2), add(qap, m2)))
+    d2 = reciprocal(nonzero(add(one, mul(aa, d1))))
+    c2 = nonzero(add(one, div(aa, c1)))
+    delta = mul(d2, c2)
+    h2 = mul(h1, delta)
+    more = gt(abs(sub(delta, one)), _const(x, eps))
+    keep = lambda new, old: select(enabled, new, old)
+    return [and_(enabled, more), keep(c2, c), keep(d2, d), keep(h2, h), add(i, np.int32(1))]
+
+  d = reciprocal(nonzero(sub(one, div(mul(qab, x), qap))))
+  enabled = not_(_any_of(_isnan(a), _isnan(b), _isnan(x)))
+  _, _, _, h, _ = _while(cond, body, [enabled, _ones(x), d, d, np.int32(0)])
+  return h
+
+
+def _betainc_impl(a, b, x):
+  zero, one = _const(x, 0), _const(x, 1)
+  a_zero, b_zero = eq(a, zero), eq(b, zero)
+  x_zero, x_one = eq(x, zero), eq(x, one)
+  bad = _any_of(lt(a, zero), lt(b, zero), lt(x, zero), gt(x, one), and_(a_zero, b_zero),
+                _isnan(a), _isnan(b), _isnan(x))
+  # The fraction converges fast for x < (a + 1) / (a + b + 2); elsewhere use
+  # I_x(a, b) = 1 - I_{1-x}(b, a) (DLMF 8.17.4).
+  flip = gt(x, div(add(a, one), add(add(a, b), _const(x, 2))))
+  a2, b2, x2 = select(flip, b, a), select(flip, a, b), select(flip, sub(one, x), x)
+  cf = _betainc_continued_fraction(a2, b2, x2)
+  lbeta = sub(add(lgamma(a2), lgamma(b2)), lgamma(add(a2, b2)))
+  front = exp(sub(add(mul(a2, log(x2)), mul(b2, log1p(neg(x2)))), lbeta))
+  val = div(mul(front, cf), a2)
+  out = select(flip, sub(one, val), val)
+  # Degenerate parameters: a = 0 puts all mass at 0, b = 0 at 1.
+  out = select(or_(and_(a_zero, not_(x_zero)), x_one), _ones(out), out)
+  out = select(or_(and_(b_zero, not_(x_one)), x_zero), _zeros(out), out)
+  return select(bad, _full_like(out, np.nan), out)
+
+
+def _betainc_grad_not_implemented(g, a, b, x):
+  raise ValueError("Betainc gradient with respect to a and b not supported.")
+
+
+def _betainc_grad_x(g, a, b, x):
+  one = _const(x, 1)
+  lbeta = sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b)))
+  return mul(g, exp(sub(add(mul(sub(b, one), log1p(neg(x))), mul(sub(a, one), log(x))),
+                        lbeta)))
+
+
+regularized_incomplete_beta_p = naryop("regularized_incomplete_beta", _float, None)
+betainc = _wrap(regularized_incomplete_beta_p,
+                "Elementwise regularized incomplete beta integral I_x(a, b).")
+betainc.__name__ = betainc.__qualname__ = "betainc"
+ad.defjvp(regularized_incomplete_beta_p, _betainc_grad_not_implemented,
+          _betainc_grad_not_implemented, _betainc_grad_x)
+utils.defbroadcasting(regularized_incomplete_beta_p)
+mlir.register_lowering(regularized_incomplete_beta_p, _lower_composition(_betainc_impl))
+
+# ---- bessel_i0e, bessel_i1e ----
+
+# Chebyshev coefficients of Cephes' i0.c: A for |x| <= 8 (in x/2 - 2), B for |x| > 8
+# (in 32/x - 2). Float32 uses the trailing (largest) terms only.
+_I0E_A = np.array([
+    -4.41534164647933937950e-18, 3.33079451882223809783e-17, -2.43127984654795469359e-16,
+    1.71539128555513303061e-15, -1.16853328779934516808e-14, 7.67618549860493561688e-14,
+    -4.85644678311192946090e-13, 2.95505266312963983461e-12, -1.72682629144155570723e-11,
+    9.67580903537323691224e-11, -5.18979560163526290666e-10, 2.65982372468238665035e-9,
+    -1.30002500998624804212e-8, 6.04699502254191894932e-8, -2.67079385394061173391e-7,
+    1.11738753912010371815e-6, -4.41673835845875056359e-6, 1.64484480707288970893e-5,
+    -5.75419501008210370398e-5, 1.88502885095841655729e-4, -5.76375574538582365885e-4,
+    1.63947561694133579842e-3, -4.32430999505057594430e-3, 1.05464603945949983183e-2,
+    -2.37374148058994688156e-2, 4.93052842396707084878e-2, -9.49010970480476444210e-2,
+    1.71620901522208775349e-1, -3.04682672343198398683e-1, 6.76795274409476084995e-1])
+_I0E_B = np.array([
+    -7.23318048787475395456e-18, -4.83050448594418207126e-18, 4.46562142029675999901e-17,
+    3.46122286769746109310e-17, -2.82762398051658348494e-16, -3.42548561967721913462e-16,
+    1.77256013305652638360e-15, 3.81168066935262242075e-15, -9.55484669882830764870e-15,
+    -4.15056934728722208663e-14, 1.54008621752140982691e-14, 3.85277838274214270114e-13,
+    7.18012445138366623367e-13, -1.79417853150680611778e-12, -1.32158118404477131188e-11,
+    -3.14991652796324136454e-11, 1.18891471078464383424e-11, 4.94060238822496958910e-10,
+    3.39623202570838634515e-9, 2.26666899049817806459e-8, 2.04891858946906374183e-7,
+    2.89137052083475648297e-6, 6.88975834691682398426e-5, 3.36911647825569408990e-3,
+    8.04490411014108831608e-1])
+
+
+def _chebyshev(x, coeffs):
+  """Clenshaw's recurrence for sum' c_k T_k(x/2) (Cephes' chbevl)."""
+  b0, b1, b2 = _zeros(x), _zeros(x), _zeros(x)
+  for c in coeffs:
+    b2, b1 = b1, b0
+    b0 = add(sub(mul(x, b1), b2), _const(x, c))
+  return mul(_const(x, 0.5), sub(b0, b2))
+
+
+def _bessel_i0e_impl(x):
+  a_coeffs, b_coeffs = (_I0E_A, _I0E_B) if _dtype(x) == np.float64 else \
+      (_I0E_A[-18:], _I0E_B[-7:])
+  x = abs(x)
+  small = _chebyshev(sub(mul(_const(x, 0.5), x), _const(x, 2)), a_coeffs)
+  large = div(_chebyshev(sub(div(_const(x, 32), x), _const(x, 2)), b_coeffs), sqrt(x))
+  return select(le(x, _const(x, 8)), small, large)
+
+
+bessel_i0e_p = naryop("bessel_i0e", _float, None)
+bessel_i0e = _wrap(bessel_i0e_p, "Exponentially scaled modified Bessel function of order 0: "
+                                 "i0e(x) = exp(-|x|) i0(x).")
+ad.defjvp2(bessel_i0e_p, lambda g, y, x: mul(g, sub(bessel_i1e(x), mul(sign(x), y))))
+utils.defvectorized(bessel_i0e_p)
+mlir.register_lowering(bessel_i0e_p, _lower_composition(_bessel_i0e_impl))
+
+
+def _bessel_i1e_jvp(g, y, x):
+  # i1e'(x) = i0e(x) - y (sign(x) + 1/x), whose limit at 0 is 1/2.
+  eps = _finfo(x).eps
+  not_tiny = gt(abs(x), _const(x, eps))
+  safe_x = select(not_tiny, x, _full_like(x, eps))
+  dy_dx = sub(bessel_i0e(safe_x), mul(y, add(sign(safe_x), reciprocal(safe_x))))
+  return mul(g, select(not_tiny, dy_dx, _full_like(x, 0.5)))
+
+
+bessel_i1e_p = naryop("bessel_i1e", _float, chlo.bessel_i1e)
+bessel_i1e = _wrap(bessel_i1e_p, "Exponentially scaled modified Bessel function of order 1: "
+                                 "i1e(x) = exp(-|x|) i1(x).")
+ad.defjvp2(bessel_i1e_p, _bessel_i1e_jvp)
+utils.defvectorized(bessel_i1e_p)
+
+
+# =============================================================================
+# Comparisons (bool results)
+# =============================================================================
+
+
+def _compare_lower(direction):
+  def lower(ctx, x, y):
+    x, y = broadcast_operands(ctx, x, y)
+    return [_compare_hlo(x, y, direction, ctx.avals_in[0].dtype)]
+  return lower
+
+
+def _comparison(name, accepted, direction, doc):
+  prim = naryop(name, accepted, None, result_dtype=np.bool_, weak_type_rule=_not_weak)
+  ad.defjvp_zero(prim)
+  utils.defbroadcasting(prim)
+  mlir.register_lowering(prim, _compare_lower(direction))
+  return prim, _wrap(prim, doc)
+
+
+eq_p, eq = _comparison("eq", _any, "EQ", "Elementwise equals: x == y.")
+ne_p, ne = _comparison("ne", _any, "NE", "Elementwise not-equals: x != y.")
+lt_p, lt = _comparison("lt", _ordered, "LT", "Elementwise less-than: x < y.")
+le_p, le = _comparison("le", _ordered, "LE", "Elementwise less-than-or-equals: x <= y.")
+gt_p, gt = _comparison("gt", _ordered, "GT", "Elementwise greater-than: x > y.")
+ge_p, ge = _comparison("ge", _ordered, "GE", "Elementwise greater-than-or-equals: x >= y.")
+
+
+# =============================================================================
+# Bitwise operations (bool and integers)
+# =============================================================================
+
+not_p = naryop("not", _bool_or_int, hlo.not_)
+bitwise_not = _wrap(not_p, "Elementwise NOT: ~x (logical for bool).")
+not_ = bitwise_not
+ad.defjvp_zero(not_p)
+utils.defvectorized(not_p)
+
+and_p = naryop("and", _bool_or_int, hlo.and_)
+bitwise_and = _wrap(and_p, "Elementwise AND: x & y.")
+and_ = bitwise_and
+ad.defjvp_zero(and_p)
+utils.defbroadcasting(and_p)
+
+or_p = naryop("or", _bool_or_int, hlo.or_)
+bitwise_or = _wrap(or_p, "Elementwise OR: x | y.")
+or_ = bitwise_or
+ad.defjvp_zero(or_p)
+utils.defbroadcasting(or_p)
+
+xor_p = naryop("xor", _bool_or_int, hlo.xor)
+bitwise_xor = _wrap(xor_p, "Elementwise exclusive OR: x ^ y.")
+xor = bitwise_xor
+ad.defjvp_zero(xor_p)
+utils.defbroadcasting(xor_p)
+
+# Shifts by an amount outside [0, bits) give 0 (sign bits for the arithmetic right shift),
+# as XLA defines them.
+shift_left_p = naryop("shift_left", _int, hlo.shift_left)
+shift_left = _wrap(shift_left_p, "Elementwise left shift: x << y.")
+ad.defjvp_zero(shift_left_p)
+utils.defbroadcasting(shift_left_p)
+
+shift_right_arithmetic_p = naryop("shift_right_arithmetic", _int, hlo.shift_right_arithmetic)
+shift_right_arithmetic = _wrap(shift_right_arithmetic_p,
+                               "Elementwise arithmetic right shift: x >> y, sign-filling.")
+ad.defjvp_zero(shift_right_arithmetic_p)
+utils.defbroadcasting(shift_right_arithmetic_p)
+
+shift_right_logical_p = naryop("shift_right_logical", _int, hlo.shift_right_logical)
+shift_right_logical = _wrap(shift_right_logical_p,
+                            "Elementwise logical right shift: x >> y, zero-filling.")
+ad.defjvp_zero(shift_right_logical_p)
+utils.defbroadcasting(shift_right_logical_p)
+
+population_count_p = naryop("population_count", _int, hlo.popcnt)
+population_count = _wrap(population_count_p, "Elementwise popcount: the number of set bits.")
+ad.defjvp_zero(population_count_p)
+utils.defvectorized(population_count_p)
+
+clz_p = naryop("clz", _int, hlo.count_leading_zeros)
+clz = _wrap(clz_p, "Elementwise count of leading zero bits.")
+ad.defjvp_zero(clz_p)
+utils.defvectorized(clz_p)
+
+
+# =============================================================================
+# Complex numbers
+# =============================================================================
+
+# ---- complex ----
+
+
+def _complex_dtype(dtype):
+  return np.dtype(np.complex128) if np.dtype(dtype) == np.float64 else np.dtype(np.complex64)
+
+
+complex_p = naryop("complex", _complex_elem, hlo.complex, result_dtype=_complex_dtype)
+complex = _wrap(complex_p, "Elementwise make complex number: x + 1j * y.")
+
+
+def _complex_transpose(ct, x, y):
+  # complex(x, y) = x + i y is linear over the reals: the transpose of x -> x is
+  # ct -> Re(ct), and that of y -> i y is ct -> Re(-i ct) = Im(-ct).
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval) if ad.is_undefined_primal(x) else None,
+            ad.Zero(y.aval) if ad.is_undefined_primal(y) else None]
+  return [_unbroadcast(x.aval, real(ct)) if ad.is_undefined_primal(x) else None,
+          _unbroadcast(y.aval, imag(neg(ct))) if ad.is_undefined_primal(y) else None]
+
+
+ad.deflinear2(complex_p, _complex_transpose)
+
+
+def _complex_jvp(primals, tangents):
+  # deflinear's JVP would instantiate a symbolic zero tangent as a full array; a rank-0
+  # operand's tangent must also be broadcast to the output's shape.
+  x, y = primals
+  tx, ty = tangents
+  out = complex_p.bind(x, y)
+  if type(tx) is ad.Zero and type(ty) is ad.Zero:
+    return out, ad.Zero(_aval(out).at_least_vspace())
+  shape = np.shape(out)
+  tx = _maybe_broadcast(shape, ad.instantiate_zeros(tx))
+  ty = _maybe_broadcast(shape, ad.instantiate_zeros(ty))
+  return out, complex_p.bind(tx, ty)
+
+
+ad.primitive_jvps[complex_p] = _complex_jvp
+utils.defbroadcasting(complex_p)
+
+# ---- conj ----
+
+
+def conj(x):
+  """Elementwise complex conjugate; real inputs give a complex result, as in JAX."""
+  return conj_p.bind(x, input_dtype=_dtype(x))
+
+
+conj_p = standard_primitive(
+    _nary_shape_rule("conj"),
+    _nary_dtype_rule("conj", _complex_elem + [np.complexfloating], _complex_dtype), "conj")
+
+
+def _conj_transpose(ct, x, *, input_dtype):
+  assert ad.is_undefined_primal(x)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval)]
+  if dtypes.issubdtype(input_dtype, np.complexfloating):
+    return [conj(ct)]
+  return [real(ct)]  # the real input was embedded in C: its cotangent is the real part
+
+
+ad.linear_jvp(conj_p)
+ad.primitive_transposes[conj_p] = _conj_transpose
+ad.linear_primitives.add(conj_p)
+utils.defvectorized(conj_p)
+
+
+def _conj_lower(ctx, x, *, input_dtype):
+  aval = ctx.avals_in[0]
+  if dtypes.issubdtype(aval.dtype, np.complexfloating):
+    return [hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))]
+  return [hlo.complex(x, _full(0, aval))]
+
+
+mlir.register_lowering(conj_p, _conj_lower)
+
+# ---- real, imag ----
+
+real_p = naryop("real", _complex, hlo.real, result_dtype=_real_dtype)
+real = _wrap(real_p, "Elementwise extract real part: Re(x).")
+ad.deflinear2(real_p, lambda ct, x: [complex(ct, np.zeros((), _dtype(ct)))])
+utils.defvectorized(real_p)
+
+imag_p = naryop("imag", _complex, hlo.imag, result_dtype=_real_dtype)
+imag = _wrap(imag_p, "Elementwise extract imaginary part: Im(x).")
+# The transpose of Im (a map C -> R) is t -> -i t, per JAX's convention for the
+# cotangents of complex values.
+ad.deflinear2(imag_p, lambda ct, x: [complex(np.zeros((), _dtype(ct)), neg(ct))])
+utils.defvectorized(imag_p)
+
+
+# =============================================================================
+# Conversions
+# =============================================================================
+
+# ---- convert_element_type ----
+
+
+def convert_element_type(operand, new_dtype):
+  """Elementwise cast to `new_dtype`.
+
+  Floats to integers truncate toward zero; complex to real drops the imaginary part
+  (with a ComplexWarning, as NumPy); anything to bool is `x != 0`.
+  """
+  return _convert_element_type(operand, new_dtype, weak_type=False)
+
+
+def _convert_element_type(operand, new_dtype=None, weak_type=False):
+  """convert_element_type with control of the result's weak type (for jax.numpy)."""
+  if new_dtype is None:
+    new_dtype = _dtype(operand)
+  if isinstance(new_dtype, type) and new_dtype in (bool, int, float, complex):
+    new_dtype = dtypes.python_scalar_dtypes[new_dtype]
+  new_dtype = dtypes.canonicalize_dtype(np.dtype(new_dtype))
+  if new_dtype == dtypes.float0:
+    raise TypeError("convert_element_type cannot convert to float0: float0 arrays have no "
+                    "values")
+  old_dtype = _dtype(operand)
+  if (dtypes.issubdtype(old_dtype, np.complexfloating)
+      and not dtypes.issubdtype(new_dtype, np.complexfloating)):
+    warnings.warn("Casting complex values to real discards the imaginary part",
+                  np.exceptions.ComplexWarning, stacklevel=3)
+  if type(operand) in utils._py_scalars:
+    operand = _python_scalar_array(operand, new_dtype)
+  elif isinstance(operand, (Tracer, Array)) and \
+      (old_dtype, dtypes.is_weakly_typed(operand)) == (new_dtype, bool(weak_type)):
+    return operand  # nothing to do: keep the jaxpr free of no-op casts
+  return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _python_scalar_array(x, new_dtype):
+  """A Python scalar as an array of its default dtype (or of `new_dtype` when the default
+  cannot hold it, e.g. 2 ** 40 with x64 off converted to float32)."""
+  default = dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[type(x)])
+  if type(x) is int and np.dtype(default).kind in "iu":
+    info = np.iinfo(default)
+    if not info.min <= x <= info.max:
+      return np.asarray(np.asarray(x).astype(new_dtype))
+  return np.asarray(x, default)
+
+
+def _convert_element_type_dtype_rule(operand, *, new_dtype, weak_type):
+  _check_dtypes("convert_element_type", _any, [operand])
+  mlir.check_supported_dtype(new_dtype)  # a TypeError for dtypes XLA cannot hold
+  return np.dtype(new_dtype)
+
+
+convert_element_type_p = standard_primitive(
+    lambda operand, **_: operand.shape, _convert_element_type_dtype_rule,
+    "convert_element_type",
+    weak_type_rule=lambda operand, *, new_dtype, weak_type: weak_type)
+
+
+def _convert_element_type_jvp(tangent, ans, operand, *, new_dtype, weak_type):
+  if not dtypes.issubdtype(new_dtype, np.inexact):
+    return ad.Zero(_aval(ans).at_least_vspace())  # int/bool results have float0 tangents
+  return convert_element_type_p.bind(tangent, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_element_type_transpose(ct, operand, *, new_dtype, weak_type):
+  assert ad.is_undefined_primal(operand)
+  old = operand.aval
+  if type(ct) is ad.Zero:
+    return [ad.Zero(old.at_least_vspace())]
+  if not dtypes.issubdtype(old.dtype, np.inexact):
+    return [ad.Zero(old.at_least_vspace())]
+  if dtypes.issubdtype(_dtype(ct), np.complexfloating) and \
+      not dtypes.issubdtype(old.dtype, np.complexfloating):
+    ct = real(ct)  # real -> complex embeds R in C: the transpose takes the real part
+  return [convert_element_type_p.bind(ct, new_dtype=old.dtype, weak_type=old.weak_type)]
+
+
+ad.defjvp2(convert_element_type_p, _convert_element_type_jvp)
+ad.primitive_transposes[convert_element_type_p] = _convert_element_type_transpose
+ad.linear_primitives.add(convert_element_type_p)
+utils.defvectorized(convert_element_type_p)
+
+
+def _convert_element_type_lower(ctx, operand, *, new_dtype, weak_type):
+  aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+  if dtypes.issubdtype(aval_in.dtype, np.complexfloating) and \
+      not dtypes.issubdtype(new_dtype, np.complexfloating):
+    operand = hlo.real(operand)
+    aval_in = aval_in.update(dtype=_real_dtype(aval_in.dtype))
+  if aval_out.dtype == np.bool_ and aval_in.dtype != np.bool_:
+    # XLA's convert to pred is not `!= 0` for every type; compare instead.
+    return [_compare_hlo(operand, _full(0, aval_in), "NE", aval_in.dtype)]
+  if aval_in.dtype == aval_out.dtype:
+    return [operand]
+  return [hlo.convert(mlir.aval_to_ir_type(aval_out), operand)]
+
+
+mlir.register_lowering(convert_element_type_p, _convert_element_type_lower)
+
+# ---- bitcast_convert_type ----
+
+
+def bitcast_convert_type(operand, new_dtype):
+  """Elementwise bitcast: reinterpret the bits of `operand` as `new_dtype`.
+
+  A narrower `new_dtype` adds a trailing dimension (of the ratio of the widths);
+  a wider one consumes the trailing dimension, which must have that size.
+  """
+  new_dtype = dtypes.canonicalize_dtype(np.dtype(new_dtype))
+  if type(operand) in utils._py_scalars:
+    operand = _python_scalar_array(operand, new_dtype)
+  return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
+
+
+def _bitcast_convert_type_shape_rule(operand, *, new_dtype):
+  old_bits = np.dtype(operand.dtype).itemsize * 8
+  new_bits = np.dtype(new_dtype).itemsize * 8
+  if old_bits == new_bits:
+    return operand.shape
+  if old_bits > new_bits:
+    return operand.shape + (old_bits // new_bits,)
+  dim = operand.shape[-1] if operand.shape else 1
+  if dim * old_bits != new_bits:
+    raise ValueError(f"bitcast_convert_type: attempting to convert array of shape "
+                     f"{operand.shape} from {operand.dtype} of size {old_bits} bits to "
+                     f"{np.dtype(new_dtype)} of size {new_bits} bits, but the last dimension "
+                     f"{dim} times {old_bits} is not {new_bits}")
+  return operand.shape[:-1]
+
+
+def _bitcast_convert_type_dtype_rule(operand, *, new_dtype):
+  _check_dtypes("bitcast_convert_type", _any, [operand])
+  old = operand.dtype
+  special = lambda d: d == np.bool_ or dtypes.issubdtype(d, np.complexfloating)
+  if (special(old) or special(new_dtype)) and old != new_dtype:
+    raise TypeError("lax.bitcast_convert_type does not support bool or complex values "
+                    f"unless the operand and destination types match. Got operand "
+                    f"dtype={old}, new_dtype={np.dtype(new_dtype)}. Consider using the "
+                    "arr.view() method instead.")
+  mlir.dtype_to_ir_type(new_dtype)
+  return np.dtype(new_dtype)
+
+
+bitcast_convert_type_p = standard_primitive(
+    _bitcast_convert_type_shape_rule, _bitcast_convert_type_dtype_rule,
+    "bitcast_convert_type", weak_type_rule=_not_weak)
+ad.defjvp_zero(bitcast_convert_type_p)
+utils.defvectorized(bitcast_convert_type_p)
+mlir.register_lowering(
+    bitcast_convert_type_p,
+    lambda ctx, x, *, new_dtype: [hlo.bitcast_convert(mlir.aval_to_ir_type(ctx.avals_out[0]),
+                                                      x)])
+
+# ---- reduce_precision ----
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+  """Round `operand` as if to a float format with the given exponent and mantissa bits
+  (e.g. 8 and 7 for bfloat16), keeping its dtype."""
+  exponent_bits = concrete_or_error(operator.index, exponent_bits,
+                                    "exponent_bits argument of lax.reduce_precision")
+  mantissa_bits = concrete_or_error(operator.index, mantissa_bits,
+                                    "mantissa_bits argument of lax.reduce_precision")
+  operand, = utils.promote_python_scalars([operand])
+  return reduce_precision_p.bind(operand, exponent_bits=exponent_bits,
+                                 mantissa_bits=mantissa_bits)
+
+
+def _reduce_precision_dtype_rule(operand, *, exponent_bits, mantissa_bits):
+  _check_dtypes("reduce_precision", _float, [operand])
+  if exponent_bits < 1 or mantissa_bits < 0:
+    raise ValueError(f"reduce_precision needs exponent_bits >= 1 and mantissa_bits >= 0, "
+                     f"got {exponent_bits} and {mantissa_bits}")
+  return operand.dtype
+
+
+reduce_precision_p = standard_primitive(lambda operand, **_: operand.shape,
+                                        _reduce_precision_dtype_rule, "reduce_precision")
+ad.deflinear(reduce_precision_p, lambda ct, **params: [reduce_precision_p.bind(ct, **params)])
+utils.defvectorized(reduce_precision_p)
+mlir.register_lowering(
+    reduce_precision_p,
+    lambda ctx, x, *, exponent_bits, mantissa_bits: [
+        hlo.reduce_precision(x, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits)])
+
+
+# =============================================================================
+# Selection
+# =============================================================================
+
+# ---- select_n, select ----
+
+
+def select_n(which, *cases):
+  """Elementwise `cases[which]`: `which` is bool (two cases at most) or an integer
+  array, rank 0 or of the cases' common shape."""
+  if not cases:
+    raise ValueError("select_n called with no cases")
+  cases = utils.promote_python_scalars(cases)
+  return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+  """Elementwise `on_true if pred else on_false` (pred bool, rank 0 or of the cases' shape)."""
+  return select_n(pred, on_false, on_true)
+
+
+def _select_n_shape_rule(which, *cases):
+  if not cases:
+    raise TypeError("select_n must have at least one case")
+  if any(c.shape != cases[0].shape for c in cases):
+    raise TypeError("select cases must have the same shapes, got "
+                    f"[{', '.join(str(c.shape) for c in cases)}].")
+  if which.shape and which.shape != cases[0].shape:
+    raise TypeError("select `which` must be scalar or have the same shape as cases, got "
+                    f"`which` shape {which.shape} but case shape {cases[0].shape}.")
+  return cases[0].shape
+
+
+def _select_n_dtype_rule(which, *cases):
+  _check_dtypes("select_n", _any, cases)
+  if any(c.dtype != cases[0].dtype for c in cases):
+    raise TypeError("lax.select requires arguments to have the same dtypes, got "
+                    f"{', '.join(c.dtype.name for c in cases)}. (Tip: jnp.where is a similar "
+                    "function that does automatic type promotion on inputs).")
+  if which.dtype != np.bool_ and not dtypes.issubdtype(which.dtype, np.integer):
+    raise TypeError(f"select `which` must be boolean or integer type, got {which.dtype}.")
+  if which.dtype == np.bool_ and len(cases) > 2:
+    raise TypeError("select with boolean `which` cannot have > 2 cases.")
+  return cases[0].dtype
+
+
+select_n_p = standard_primitive(_select_n_shape_rule, _select_n_dtype_rule, "select_n",
+                                weak_type_rule=lambda which, *cases: all(c.weak_type
+                                                                         for c in cases))
+
+
+def _select_n_jvp(primals, tangents):
+  which, *cases = primals
+  case_tangents = tangents[1:]
+  out = select_n_p.bind(which, *cases)
+  if all(type(t) is ad.Zero for t in case_tangents):
+    return out, ad.Zero(_aval(out).at_least_vspace())
+  z = next(t for t in case_tangents if type(t) is not ad.Zero)
+  case_tangents = [_zeros(z) if type(t) is ad.Zero else t for t in case_tangents]
+  return out, select_n_p.bind(which, *case_tangents)
+
+
+def _select_n_transpose(ct, which, *cases):
+  assert not ad.is_undefined_primal(which)
+  if type(ct) is ad.Zero:
+    return [None] + [ad.Zero(c.aval) if ad.is_undefined_primal(c) else None for c in cases]
+  zeros = _zeros(ct)
+  return [None] + [
+      select_n_p.bind(which, *[ct if i == j else zeros for j in range(len(cases))])
+      if ad.is_undefined_primal(case) else None
+      for i, case in enumerate(cases)]
+
+
+def _select_n_batch(args, dims):
+  # A batched rank-0 `which` cannot stay rank 0 once the cases have a batch axis, so
+  # everything goes to the front with the full batched shape (except an unbatched
+  # rank-0 `which`, which still applies to every element).
+  which, *cases = args
+  which_dim, *case_dims = dims
+  size = next(np.shape(x)[d] for x, d in zip(args, dims) if d is not None)
+  case_shape = next(tuple(s for i, s in enumerate(np.shape(c)) if i != d) if d is not None
+                    else tuple(np.shape(c)) for c, d in zip(cases, case_dims))
+  cases = [utils.bdim_at_front(c, d, size) for c, d in zip(cases, case_dims)]
+  if which_dim is not None or np.ndim(which):
+    which = utils.bdim_at_front(which, which_dim, size)
+    if np.ndim(which) == 1 and case_shape:
+      from tracejax._src.lax import structural
+      which = structural.broadcast_in_dim(which, (size,) + case_shape, (0,))
+  return select_n_p.bind(which, *cases), 0
+
+
+ad.primitive_jvps[select_n_p] = _select_n_jvp
+ad.primitive_transposes[select_n_p] = _select_n_transpose
+batching.primitive_batchers[select_n_p] = _select_n_batch
+
+
+def _select_n_lower(ctx, which, *cases):
+  which_aval = ctx.avals_in[0]
+  if len(cases) == 1:
+    return [cases[0]]
+  if which_aval.dtype == np.bool_:
+    return [hlo.select(which, cases[1], cases[0])]
+
+  def tree(offset, cs):
+    # A balanced tree of binary selects on `which < offset + mid`.
+    if len(cs) == 1:
+      return cs[0]
+    mid = len(cs) // 2
+    pred = _compare_hlo(which, _full(offset + mid, which_aval), "LT", which_aval.dtype)
+    return hlo.select(pred, tree(offset, cs[:mid]), tree(offset + mid, cs[mid:]))
+  return [tree(0, list(cases))]
+
+
+mlir.register_lowering(select_n_p, _select_n_lower)
+
+# ---- clamp ----
+
+
+def clamp(min, x, max):
+  """Elementwise clamp: min(max(x, min), max). `min` and `max` may be rank 0."""
+  x, min, max = utils.promote_python_scalars([x, min, max])  # Python bounds take x's dtype
+  return clamp_p.bind(min, x, max)
+
+
+def _clamp_shape_rule(min, operand, max):
+  if min.shape and min.shape != operand.shape:
+    raise TypeError(f"clamp requires min.shape == operand.shape or min.shape == (), got "
+                    f"{min.shape} and {operand.shape}.")
+  if max.shape and max.shape != operand.shape:
+    raise TypeError(f"clamp requires max.shape == operand.shape or max.shape == (), got "
+                    f"{max.shape} and {operand.shape}.")
+  return operand.shape
+
+
+def _clamp_dtype_rule(min, operand, max):
+  _check_dtypes("clamp", _ordered, [min, operand, max])
+  _check_same_dtypes("clamp", [min, operand, max])
+  return operand.dtype
+
+
+clamp_p = standard_primitive(_clamp_shape_rule, _clamp_dtype_rule, "clamp")
+ad.defjvp(clamp_p,
+          lambda g, min, x, max: select(and_(gt(min, x), lt(min, max)),
+                                        _maybe_broadcast(np.shape(x), g), _zeros(x)),
+          lambda g, min, x, max: select(and_(gt(x, min), lt(x, max)), g, _zeros(x)),
+          lambda g, min, x, max: select(lt(max, x), _maybe_broadcast(np.shape(x), g),
+                                        _zeros(x)))
+
+
+def _clamp_batch(args, dims):
+  # The operand carries the full shape; a batched bound gets the operand's full
+  # batched shape (a rank-0 bound may not be batched alone).
+  min, x, max = args
+  min_dim, x_dim, max_dim = dims
+  size = next(np.shape(v)[d] for v, d in zip(args, dims) if d is not None)
+  x_shape = tuple(s for i, s in enumerate(np.shape(x)) if i != x_dim) if x_dim is not None \
+      else tuple(np.shape(x))
+  x = utils.bdim_at_front(x, x_dim, size)
+  bounds = []
+  for b, d in ((min, min_dim), (max, max_dim)):
+    if d is not None or np.ndim(b):
+      b = utils.bdim_at_front(b, d, size)
+      if np.ndim(b) == 1 and x_shape:
+        from tracejax._src.lax import structural
+        b = structural.broadcast_in_dim(b, (size,) + x_shape, (0,))
+    bounds.append(b)
+  return clamp_p.bind(bounds[0], x, bounds[1]), 0
+
+
+batching.primitive_batchers[clamp_p] = _clamp_batch
+mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: [hlo.clamp(*broadcast_operands(
+    ctx, lo, x, hi))])
+
+
+# =============================================================================
+# add_any (the sum of tangents) and concrete zeros for autodiff
+# =============================================================================
+
+
+def _add_any_dtype_rule(x, y):
+  _check_same_dtypes("add_any", [x, y])
+  return x.dtype
+
+
+ad.add_any_p.def_impl(functools.partial(dispatch.apply_primitive, ad.add_any_p))
+ad.add_any_p.def_abstract_eval(
+    lambda x, y: ShapedArray(_nary_shape_rule("add_any")(x, y), _add_any_dtype_rule(x, y),
+                             x.weak_type and y.weak_type))
+ad.deflinear2(ad.add_any_p, lambda ct, x, y: [
+    _unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
+    _unbroadcast(y.aval, ct) if ad.is_undefined_primal(y) else None])
+utils.defbroadcasting(ad.add_any_p)
+
+
+def _add_any_lower(ctx, x, y):
+  x, y = broadcast_operands(ctx, x, y)
+  dt = ctx.avals_out[0].dtype
+  if dt == np.bool_ or dt == dtypes.float0:  # float0 zeros are lowered as bools
+    return [hlo.or_(x, y)]
+  return [hlo.add(x, y)]
+
+
+mlir.register_lowering(ad.add_any_p, _add_any_lower)
+
+
+def _zeros_like_aval(aval):
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, dtypes.float0)  # float0 arrays hold no data
+  # An Array (or a staged value), not a NumPy constant: a broadcast scalar.
+  zero = convert_element_type_p.bind(np.zeros((), aval.dtype), new_dtype=aval.dtype,
+                                     weak_type=aval.weak_type)
+  if not aval.shape:
+    return zero
+  from tracejax._src.lax import structural
+  return structural.broadcast_in_dim(zero, tuple(aval.shape), ())
+
+
+ad._zeros_maker[0] = _zeros_like_aval

@@ -1,0 +1,633 @@
+"""Loops: `while_loop`, `fori_loop`, `scan`, `map`, `associative_scan`.
+
+`while_p(*cond_consts, *body_consts, *carry, cond_jaxpr, body_jaxpr, cond_nconsts,
+body_nconsts)` lowers to StableHLO `while`; it is forward-differentiable only.
+`scan_p(*consts, *carry, *xs, jaxpr, length, reverse, ...)` has every rule, so
+reverse mode works; `fori_loop` with a static trip count becomes a scan.
+"""
+import functools
+
+import numpy as np
+
+from tracejax._src import dispatch, dtypes, tree_util
+from tracejax._src.config import config
+from tracejax._src.control_flow import common
+from tracejax._src.core import ir
+from tracejax._src.core.avals import ShapedArray
+from tracejax._src.core.trace import Primitive, Tracer, is_concrete, set_current_trace
+from tracejax._src.interpreters import ad, batching, lowering
+from tracejax._src.interpreters.lowering import hlo, ir as mlir_ir
+
+
+def _shape(x):
+  return x.shape if isinstance(x, Tracer) else np.shape(x)
+
+
+# =============================================================================
+# while_loop
+# =============================================================================
+
+def while_loop(cond_fun, body_fun, init_val):
+  """`val = init_val; while cond_fun(val): val = body_fun(val); return val`, compiled.
+
+  >>> while_loop(lambda x: x < 10, lambda x: x + 1, 0)
+  DeviceArray(10, dtype=int32)
+  """
+  if config.jax_disable_jit:
+    val = init_val
+    while cond_fun(val):
+      val = body_fun(val)
+    return val
+  leaves, in_tree = tree_util.tree_flatten(init_val)
+  args_tree = tree_util.tree_structure((init_val,))
+  avals = [common.aval_of(x) for x in leaves]
+  cj, cconsts, ctree = common.trace_fun(cond_fun, args_tree, avals)
+  if len(cj.outvars) != 1 or cj.out_avals[0].shape != () or cj.out_avals[0].dtype != np.bool_:
+    raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
+                    f"{common.avals_str(cj.out_avals)}.")
+  bj, bconsts, btree = common.trace_fun(body_fun, args_tree, avals)
+  if btree != in_tree or not all(common.same_types(a, b) for a, b in zip(avals, bj.out_avals)):
+    raise TypeError("body_fun output and input must have identical types, got\n"
+                    f"{btree} {common.avals_str(bj.out_avals)}\nand\n"
+                    f"{in_tree} {common.avals_str(avals)}.")
+  outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,
+                      cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+  return tree_util.tree_unflatten(in_tree, outs)
+
+
+while_p = Primitive("while")
+while_p.multiple_results = True
+while_p.def_impl(functools.partial(dispatch.apply_primitive, while_p))
+
+
+def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  return list(avals[cond_nconsts + body_nconsts:])
+
+
+while_p.def_abstract_eval(_while_abstract_eval)
+
+
+def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  # Consts travel in the loop state so the regions capture nothing from above.
+  types = [lowering.aval_to_ir_type(a) for a in ctx.avals_in]
+  loop = hlo.WhileOp(types, list(args))
+  nc = cond_nconsts + body_nconsts
+  cblock = loop.cond.blocks.append(*types)
+  with mlir_ir.InsertionPoint(cblock):
+    a = list(cblock.arguments)
+    pred, = lowering.jaxpr_subcomp(ctx.module_context, cond_jaxpr, [],
+                                   a[:cond_nconsts] + a[nc:])
+    hlo.return_([pred])
+  bblock = loop.body.blocks.append(*types)
+  with mlir_ir.InsertionPoint(bblock):
+    a = list(bblock.arguments)
+    new = lowering.jaxpr_subcomp(ctx.module_context, body_jaxpr, [], a[cond_nconsts:])
+    hlo.return_(a[:nc] + list(new))
+  return list(loop.results)[nc:]
+
+
+lowering.register_lowering(while_p, _while_lowering)
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  nc = cond_nconsts + body_nconsts
+  cconsts, bconsts, carry = primals[:cond_nconsts], primals[cond_nconsts:nc], primals[nc:]
+  bc_t, carry_t = tangents[cond_nconsts:nc], tangents[nc:]
+  bc_nz = [type(t) is not ad.Zero for t in bc_t]
+  carry_nz = [type(t) is not ad.Zero for t in carry_t]
+  while True:  # fixpoint: a carry whose tangent becomes nonzero stays nonzero
+    _, _, out_nz = ad.jvp_jaxpr(body_jaxpr, bc_nz + carry_nz, [False] * len(carry))
+    new = [a or b for a, b in zip(carry_nz, out_nz)]
+    if new == carry_nz:
+      break
+    carry_nz = new
+  jb, jconsts, _ = ad.jvp_jaxpr(body_jaxpr, bc_nz + carry_nz, carry_nz)
+  nb, ncar = len(bconsts), len(carry)
+  n_bt = sum(bc_nz)
+  n_ct = sum(carry_nz)
+  # jvp invars: [bconsts, carry, bconst tangents, carry tangents] -> [consts..., carry...]
+  order = (list(range(nb)) + list(range(nb + ncar, nb + ncar + n_bt)) +
+           list(range(nb, nb + ncar)) + list(range(nb + ncar + n_bt, nb + ncar + n_bt + n_ct)))
+  jb = common.permute_invars(jb, order)
+  jb, jconsts = common.close_jaxpr(jb, jconsts)
+  tan_avals = [a.at_least_vspace() for a, z in zip(cond_jaxpr.in_avals[cond_nconsts:], carry_nz)
+               if z]
+  cj = common.add_unused_invars(cond_jaxpr, tan_avals, len(cond_jaxpr.invars))
+  bct = [t for t in bc_t if type(t) is not ad.Zero]
+  ct = [ad.instantiate_zeros(t) for t, z in zip(carry_t, carry_nz) if z]
+  outs = while_p.bind(*cconsts, *jconsts, *bconsts, *bct, *carry, *ct, cond_jaxpr=cj,
+                      body_jaxpr=jb, cond_nconsts=cond_nconsts,
+                      body_nconsts=len(jconsts) + nb + n_bt)
+  p_out, t_nz = outs[:ncar], iter(outs[ncar:])
+  t_out = [next(t_nz) if z else ad.Zero(common.aval_of(p).at_least_vspace())
+           for z, p in zip(carry_nz, p_out)]
+  return p_out, t_out
+
+
+ad.primitive_jvps[while_p] = _while_jvp
+
+
+def _while_transpose(*args, **params):
+  raise ValueError(
+      "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
+      "dynamic start/stop values. Try using lax.scan, or using fori_loop with static "
+      "start/stop.")
+
+
+ad.primitive_transposes[while_p] = _while_transpose
+
+
+def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  from tracejax._src.lax import elementwise, reductions, structural
+  from tracejax._src.lax import utils as lax_utils
+  size = next(_shape(x)[d] for x, d in zip(args, dims) if d is not None)
+  nc = cond_nconsts + body_nconsts
+  cc_d, bc_d, carry_d = dims[:cond_nconsts], dims[cond_nconsts:nc], dims[nc:]
+  carry_b = [d is not None for d in carry_d]
+  while True:
+    _, _, od = batching.batch_jaxpr(body_jaxpr, size, list(bc_d) + [0 if b else None
+                                                                   for b in carry_b])
+    new = [a or d is not None for a, d in zip(carry_b, od)]
+    if new == carry_b:
+      break
+    carry_b = new
+  _, _, pd = batching.batch_jaxpr(cond_jaxpr, size, list(cc_d) + [0 if b else None
+                                                                 for b in carry_b])
+  pred_batched = pd[0] is not None
+  if pred_batched:
+    carry_b = [True] * len(carry_b)
+  cdims = [0 if b else None for b in carry_b]
+  carry = [lax_utils.bdim_at_front(x, d, size) if b and d != 0 else x
+           for x, d, b in zip(args[nc:], carry_d, carry_b)]
+  bj, bconsts, _ = batching.batch_jaxpr(body_jaxpr, size, list(bc_d) + cdims,
+                                        out_dims_wanted=cdims)
+  cj, cconsts, _ = batching.batch_jaxpr(cond_jaxpr, size, list(cc_d) + cdims,
+                                        out_dims_wanted=[0] if pred_batched else None)
+  cc, bcv = list(args[:cond_nconsts]), list(args[cond_nconsts:nc])
+  if not pred_batched:
+    bj2, bjc = common.close_jaxpr(bj, bconsts)
+    cj2, cjc = common.close_jaxpr(cj, cconsts)
+    outs = while_p.bind(*cjc, *cc, *bjc, *bcv, *carry, cond_jaxpr=cj2, body_jaxpr=bj2,
+                        cond_nconsts=len(cjc) + len(cc), body_nconsts=len(bjc) + len(bcv))
+    return outs, cdims
+  # A batched predicate: loop while any element continues; finished elements keep
+  # their carry (select), as the seed's vmap-of-newton example needs.
+  c_avals = [common.aval_of(x) for x in cc]
+  b_avals = [common.aval_of(x) for x in bcv]
+  k_avals = [common.aval_of(x) for x in carry]
+  ncc, nbc = len(cc), len(bcv)
+
+  def new_cond(*xs):
+    p, = ir.eval_jaxpr(cj, cconsts, *xs[:ncc], *xs[ncc + nbc:])
+    return [reductions.reduce_or(p, (0,))]
+
+  def new_body(*xs):
+    p, = ir.eval_jaxpr(cj, cconsts, *xs[:ncc], *xs[ncc + nbc:])
+    new = ir.eval_jaxpr(bj, bconsts, *xs[ncc:])
+    outs = []
+    for n, o in zip(new, xs[ncc + nbc:]):
+      which = structural.broadcast_in_dim(p, _shape(o), (0,))
+      outs.append(elementwise.select(which, n, o))
+    return outs
+
+  all_avals = c_avals + b_avals + k_avals
+  ncj, ncc_consts = common.trace_flat(new_cond, all_avals)
+  nbj, nbc_consts = common.trace_flat(new_body, all_avals)
+  # Both take (cond consts, body consts, carry); wire them as while consts.
+  ncj2 = common.add_unused_invars(ncj, [], 0)
+  nconst = ncc_consts + nbc_consts + cc + bcv
+  nconst_avals = [common.aval_of(x) for x in nconst]
+  n1, n2 = len(ncc_consts), len(nbc_consts)
+  cj_final = common.trace_flat(
+      lambda *xs: ir.eval_jaxpr(ncj2, [], *xs[:n1], *xs[n1 + n2:]),
+      nconst_avals + k_avals)
+  bj_final = common.trace_flat(
+      lambda *xs: ir.eval_jaxpr(nbj, [], *xs[n1:]), nconst_avals + k_avals)
+  cjx, cjxc = cj_final
+  bjx, bjxc = bj_final
+  outs = while_p.bind(*cjxc, *nconst, *bjxc, *nconst, *carry, cond_jaxpr=cjx, body_jaxpr=bjx,
+                      cond_nconsts=len(cjxc) + len(nconst),
+                      body_nconsts=len(bjxc) + len(nconst))
+  return outs, cdims
+
+
+batching.primitive_batchers[while_p] = _while_batch
+
+
+def _while_pp(eqn, namer):
+  from tracejax._src.core import pp
+  return pp.pp_eqn(eqn, namer, use_rules=False)
+
+
+# =============================================================================
+# fori_loop
+# =============================================================================
+
+def fori_loop(lower, upper, body_fun, init_val):
+  """`for i in range(lower, upper): val = body_fun(i, val)`; a scan when the trip count
+  is static (so reverse mode works), else a while loop over `(i, upper, val)`."""
+  from tracejax._src.lax import elementwise
+  if config.jax_disable_jit and is_concrete(lower) and is_concrete(upper):
+    val = init_val
+    for i in range(int(lower), int(upper)):
+      val = body_fun(i, val)
+    return val
+  dt = dtypes.result_type(lower, upper)
+  if not dtypes.issubdtype(dt, np.integer):
+    raise TypeError(f"fori_loop bounds must be integers, got {dt}")
+  if is_concrete(lower) and is_concrete(upper):
+    lo, hi = int(lower), int(upper)
+    n = max(hi - lo, 0)
+
+    def step(carry, _):
+      i, x = carry
+      return (elementwise.add(i, np.asarray(1, dt)), body_fun(i, x)), None
+    (_, out), _ = scan(step, (np.asarray(lo, dt), init_val), None, length=n)
+    return out
+
+  def cond_fun(c):
+    return elementwise.lt(c[0], c[1])
+
+  def body(c):
+    i, hi, x = c
+    return (elementwise.add(i, np.asarray(1, dt)), hi, body_fun(i, x))
+  lo = elementwise.convert_element_type(lower, dt) if isinstance(lower, Tracer) else \
+      np.asarray(lower, dt)
+  hi = elementwise.convert_element_type(upper, dt) if isinstance(upper, Tracer) else \
+      np.asarray(upper, dt)
+  return while_loop(cond_fun, body, (lo, hi, init_val))[2]
+
+
+# =============================================================================
+# scan
+# =============================================================================
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+  """Loop `carry, y = f(carry, x)` over the leading axis of `xs`; returns
+  `(final_carry, stacked_ys)`."""
+  x_leaves, x_tree = tree_util.tree_flatten(xs)
+  lengths = {_shape(x)[0] for x in x_leaves if len(_shape(x))}
+  if any(not len(_shape(x)) for x in x_leaves):
+    raise ValueError("scan got value with no leading axis to scan over")
+  if length is not None:
+    length = int(length)
+    if lengths and lengths != {length}:
+      raise ValueError(f"scan got `length` argument of {length} which disagrees with leading "
+                       f"axis sizes {sorted(lengths)}.")
+  else:
+    if not lengths:
+      raise ValueError("scan got no values to scan over and `length` not provided.")
+    if len(lengths) > 1:
+      raise ValueError(f"scan got values with different leading axis sizes: {sorted(lengths)}.")
+    length = lengths.pop()
+  if config.jax_disable_jit:
+    from tracejax._src.lax import slicing
+    carry, ys = init, []
+    idx = range(length - 1, -1, -1) if reverse else range(length)
+    for i in idx:
+      x = tree_util.tree_unflatten(x_tree, [slicing.index_in_dim(v, i, keepdims=False)
+                                            for v in x_leaves])
+      carry, y = f(carry, x)
+      ys.append(y)
+    if reverse:
+      ys = ys[::-1]
+    return carry, _stack_ys(ys, length)
+  c_leaves, c_tree = tree_util.tree_flatten(init)
+  c_avals = [common.aval_of(x) for x in c_leaves]
+  x_avals = [common.aval_of(x) for x in x_leaves]
+  x_avals = [a.update(shape=a.shape[1:]) for a in x_avals]
+  in_tree = tree_util.tree_structure((init, xs))
+  jaxpr, consts, out_tree = common.trace_fun(lambda c, x: f(c, x), in_tree, c_avals + x_avals)
+  try:
+    carry_tree, y_tree = tree_util.treedef_children(out_tree)
+    assert out_tree.num_nodes >= 1 and len(tree_util.treedef_children(out_tree)) == 2
+  except Exception:
+    raise TypeError("scan body output must be a pair (carry, y), got " f"{out_tree}.") from None
+  nc = len(c_leaves)
+  out_avals = jaxpr.out_avals
+  if carry_tree != c_tree or not all(common.same_types(a, b)
+                                     for a, b in zip(c_avals, out_avals[:nc])):
+    raise TypeError("scan carry output and input must have identical types, got\n"
+                    f"{carry_tree} {common.avals_str(out_avals[:nc])}\nand\n"
+                    f"{c_tree} {common.avals_str(c_avals)}.")
+  outs = scan_p.bind(*consts, *c_leaves, *x_leaves, jaxpr=jaxpr, length=length,
+                     reverse=bool(reverse), num_consts=len(consts), num_carry=nc,
+                     linear=(False,) * (len(consts) + nc + len(x_leaves)), unroll=unroll)
+  return (tree_util.tree_unflatten(carry_tree, outs[:nc]),
+          tree_util.tree_unflatten(y_tree, outs[nc:]))
+
+
+def _stack_ys(ys, length):
+  from tracejax._src.lax import structural
+  if not ys:
+    return None
+  leaves0, tree = tree_util.tree_flatten(ys[0])
+  cols = list(zip(*[tree_util.tree_leaves(y) for y in ys]))
+  stacked = [structural.concatenate([structural.broadcast_in_dim(
+      v, (1,) + tuple(_shape(v)), tuple(range(1, len(_shape(v)) + 1))) for v in col], 0)
+      for col in cols]
+  return tree_util.tree_unflatten(tree, stacked)
+
+
+scan_p = Primitive("scan")
+scan_p.multiple_results = True
+scan_p.def_impl(functools.partial(dispatch.apply_primitive, scan_p))
+
+
+def _scan_abstract_eval(*avals, jaxpr, length, num_consts, num_carry, **_):
+  outs = jaxpr.out_avals
+  return list(outs[:num_carry]) + [a.update(shape=(length,) + a.shape) for a in outs[num_carry:]]
+
+
+scan_p.def_abstract_eval(_scan_abstract_eval)
+
+
+def _scan_as_while(*args, jaxpr, length, reverse, num_consts, num_carry, **_):
+  """scan in terms of while_loop + dynamic slicing: the lowering of scan."""
+  from tracejax._src.lax import elementwise, slicing, structural
+  consts, init, xs = args[:num_consts], args[num_consts:num_consts + num_carry], \
+      args[num_consts + num_carry:]
+  y_avals = jaxpr.out_avals[num_carry:]
+  ys0 = [structural.full((length,) + a.shape, 0, a.dtype) for a in y_avals]
+
+  def body(state):
+    i, carry, ys = state
+    idx = elementwise.sub(np.int32(length - 1), i) if reverse else i
+    x = [slicing.dynamic_index_in_dim(v, idx, 0, keepdims=False) for v in xs]
+    outs = ir.eval_jaxpr(jaxpr, [], *consts, *carry, *x)
+    new_carry, y = outs[:num_carry], outs[num_carry:]
+    ys = [slicing.dynamic_update_index_in_dim(acc, v, idx, 0) for acc, v in zip(ys, y)]
+    return (elementwise.add(i, np.int32(1)), list(new_carry), ys)
+
+  _, carry, ys = while_loop(lambda s: elementwise.lt(s[0], np.int32(length)), body,
+                            (np.int32(0), list(init), ys0))
+  return list(carry) + list(ys)
+
+
+lowering.register_lowering(scan_p, lowering.lower_fun(_scan_as_while, multiple_results=True))
+
+
+def _split3(xs, a, b):
+  return list(xs[:a]), list(xs[a:a + b]), list(xs[a + b:])
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, linear,
+              unroll):
+  nconst, ncar = num_consts, num_carry
+  nx = len(primals) - nconst - ncar
+  c_t, k_t, x_t = _split3(tangents, nconst, ncar)
+  c_nz = [type(t) is not ad.Zero for t in c_t]
+  k_nz = [type(t) is not ad.Zero for t in k_t]
+  x_nz = [type(t) is not ad.Zero for t in x_t]
+  ny = len(jaxpr.outvars) - ncar
+  while True:
+    _, _, out_nz = ad.jvp_jaxpr(jaxpr, c_nz + k_nz + x_nz, k_nz + [False] * ny)
+    new = [a or b for a, b in zip(k_nz, out_nz[:ncar])]
+    if new == k_nz:
+      break
+    k_nz = new
+  jj, jconsts, out_nz = ad.jvp_jaxpr(jaxpr, c_nz + k_nz + x_nz, k_nz + [False] * ny)
+  y_nz = out_nz[ncar:]
+  nct, nkt, nxt = sum(c_nz), sum(k_nz), sum(x_nz)
+  base = nconst + ncar + nx
+  order = (list(range(nconst)) + list(range(base, base + nct)) +
+           list(range(nconst, nconst + ncar)) + list(range(base + nct, base + nct + nkt)) +
+           list(range(nconst + ncar, base)) + list(range(base + nct + nkt, base + nct + nkt + nxt)))
+  jj = common.permute_invars(jj, order)
+  nyt = sum(y_nz)
+  # outs: [carry, ys, carry tangents, y tangents] -> [carry, carry tangents, ys, y tangents]
+  oorder = (list(range(ncar)) + list(range(ncar + ny, ncar + ny + nkt)) +
+            list(range(ncar, ncar + ny)) + list(range(ncar + ny + nkt, ncar + ny + nkt + nyt)))
+  jj = common.permute_outvars(jj, oorder)
+  jj, jconsts = common.close_jaxpr(jj, jconsts)
+  consts, init, xs = _split3(primals, nconst, ncar)
+  ct = [t for t in c_t if type(t) is not ad.Zero]
+  kt = [ad.instantiate_zeros(t) for t, z in zip(k_t, k_nz) if z]
+  xt = [t for t in x_t if type(t) is not ad.Zero]
+  new_consts = list(jconsts) + consts + ct
+  outs = scan_p.bind(*new_consts, *init, *kt, *xs, *xt, jaxpr=jj, length=length,
+                     reverse=reverse, num_consts=len(new_consts), num_carry=ncar + nkt,
+                     linear=(False,) * (len(new_consts) + ncar + nkt + nx + nxt), unroll=unroll)
+  carry, carry_t, ys, ys_t = (outs[:ncar], iter(outs[ncar:ncar + nkt]),
+                              outs[ncar + nkt:ncar + nkt + ny], iter(outs[ncar + nkt + ny:]))
+  out_avals = _scan_abstract_eval(jaxpr=jaxpr, length=length, num_consts=nconst,
+                                  num_carry=ncar)
+  t_out = [next(carry_t) if z else ad.Zero(a.at_least_vspace())
+           for z, a in zip(k_nz, out_avals[:ncar])]
+  t_out += [next(ys_t) if z else ad.Zero(a.at_least_vspace())
+            for z, a in zip(y_nz, out_avals[ncar:])]
+  return list(carry) + list(ys), t_out
+
+
+ad.primitive_jvps[scan_p] = _scan_jvp
+
+
+def _scan_partial_eval(trace, args, params):
+  jaxpr, length, reverse = params["jaxpr"], params["length"], params["reverse"]
+  nconst, ncar = params["num_consts"], params["num_carry"]
+  unk = [trace.is_unknown(x) for x in args]
+  c_u, k_u, x_u = _split3(unk, nconst, ncar)
+  ny = len(jaxpr.outvars) - ncar
+  while True:  # fixpoint: a carry that becomes unknown stays unknown
+    out_u = ad.partial_eval_jaxpr(jaxpr, c_u + k_u + x_u, k_u + [False] * ny)[3]
+    new = [a or b for a, b in zip(k_u, out_u[:ncar])]
+    if new == k_u:
+      break
+    k_u = new
+  kj, kconsts, uj, out_u, nres = ad.partial_eval_jaxpr(jaxpr, c_u + k_u + x_u,
+                                                       k_u + [False] * ny)
+  consts, init, xs = _split3(args, nconst, ncar)
+  kj, kconsts = common.close_jaxpr(kj, kconsts)
+  known_c = list(kconsts) + [c for c, u in zip(consts, c_u) if not u]
+  known_k = [c for c, u in zip(init, k_u) if not u]
+  known_x = [c for c, u in zip(xs, x_u) if not u]
+  n_kk = len(known_k)
+  with set_current_trace(trace.parent):
+    known_outs = scan_p.bind(*known_c, *known_k, *known_x, jaxpr=kj, length=length,
+                             reverse=reverse, num_consts=len(known_c), num_carry=n_kk,
+                             linear=(False,) * (len(known_c) + n_kk + len(known_x)),
+                             unroll=params["unroll"])
+  n_ky = ny - sum(out_u[ncar:])
+  k_carry, k_ys, res = (known_outs[:n_kk], known_outs[n_kk:n_kk + n_ky],
+                        known_outs[n_kk + n_ky:])
+  # The unknown body takes [residuals, unknown consts, carry, xs]; residuals are per
+  # iteration, so they move to the xs position.
+  n_uc, n_uk, n_ux = sum(c_u), sum(k_u), sum(x_u)
+  order = (list(range(nres, nres + n_uc + n_uk)) + list(range(nres)) +
+           list(range(nres + n_uc + n_uk, nres + n_uc + n_uk + n_ux)))
+  uj = common.permute_invars(uj, order)
+  unk_c = [c for c, u in zip(consts, c_u) if u]
+  unk_k = [c if u else None for c, u in zip(init, k_u)]
+  # a carry that is known on entry but unknown in the loop enters as a constant
+  unk_k = [c for c, u in zip(init, k_u) if u]
+  unk_x = [c for c, u in zip(xs, x_u) if u]
+  u_params = dict(params, jaxpr=uj, num_consts=n_uc, num_carry=n_uk,
+                  linear=(False,) * (n_uc + n_uk + nres + n_ux))
+  u_outs = trace.tangent_trace.process_primitive(scan_p, [*unk_c, *unk_k, *res, *unk_x],
+                                                 u_params)
+  u_carry, u_ys = u_outs[:n_uk], u_outs[n_uk:]
+  kc, uc, ky, uy = iter(k_carry), iter(u_carry), iter(k_ys), iter(u_ys)
+  return ([next(uc) if u else next(kc) for u in k_u] +
+          [next(uy) if u else next(ky) for u in out_u[ncar:]])
+
+
+ad.partial_eval_rules[scan_p] = _scan_partial_eval
+
+
+def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, linear,
+                    unroll):
+  from tracejax._src.lax import structural
+  nconst, ncar = num_consts, num_carry
+  consts, init, xs = _split3(args, nconst, ncar)
+  c_lin = [ad.is_undefined_primal(c) for c in consts]
+  x_lin = [ad.is_undefined_primal(x) for x in xs]
+  out_avals = _scan_abstract_eval(jaxpr=jaxpr, length=length, num_consts=nconst,
+                                  num_carry=ncar)
+  cts = [ad.zeros_like_aval(a) if type(c) is ad.Zero else c for c, a in zip(cts, out_avals)]
+  ct_carry, ct_ys = cts[:ncar], cts[ncar:]
+  tj, tconsts = ad.transpose_jaxpr(jaxpr, c_lin + [True] * ncar + x_lin)
+  known_c = [c for c, l in zip(consts, c_lin) if not l]
+  known_x = [x for x, l in zip(xs, x_lin) if not l]
+  lin_c_avals = [c.aval for c, l in zip(consts, c_lin) if l]
+  n_kc, n_lc, n_kx = len(known_c), len(lin_c_avals), len(known_x)
+  ny = len(ct_ys)
+
+  def body_t(*a):
+    kc, acc, ctc = a[:n_kc], a[n_kc:n_kc + n_lc], a[n_kc + n_lc:n_kc + n_lc + ncar]
+    kx, cty = a[n_kc + n_lc + ncar:n_kc + n_lc + ncar + n_kx], a[n_kc + n_lc + ncar + n_kx:]
+    outs = ir.eval_jaxpr(tj, tconsts, *kc, *kx, *ctc, *cty)
+    ct_lc, ct_k, ct_lx = outs[:n_lc], outs[n_lc:n_lc + ncar], outs[n_lc + ncar:]
+    return [ad.add_tangents(x, y) for x, y in zip(acc, ct_lc)] + list(ct_k) + list(ct_lx)
+
+  in_avals = ([common.aval_of(c) for c in known_c] + lin_c_avals +
+              [common.aval_of(c) for c in ct_carry] +
+              [common.aval_of(x).update(shape=common.aval_of(x).shape[1:]) for x in known_x] +
+              [common.aval_of(c).update(shape=common.aval_of(c).shape[1:]) for c in ct_ys])
+  bj, bconsts = common.trace_flat(body_t, in_avals)
+  acc0 = [structural.full(a.shape, 0, a.dtype) for a in lin_c_avals]
+  new_consts = list(bconsts) + known_c
+  outs = scan_p.bind(*new_consts, *acc0, *ct_carry, *known_x, *ct_ys, jaxpr=bj, length=length,
+                     reverse=not reverse, num_consts=len(new_consts), num_carry=n_lc + ncar,
+                     linear=(False,) * (len(new_consts) + n_lc + ncar + n_kx + ny),
+                     unroll=unroll)
+  ct_lc, ct_init, ct_lx = outs[:n_lc], outs[n_lc:n_lc + ncar], outs[n_lc + ncar:]
+  lc, lx = iter(ct_lc), iter(ct_lx)
+  return ([next(lc) if l else None for l in c_lin] + list(ct_init) +
+          [next(lx) if l else None for l in x_lin])
+
+
+ad.primitive_transposes[scan_p] = _scan_transpose
+
+
+def _scan_batch(args, dims, *, jaxpr, length, reverse, num_consts, num_carry, linear,
+                unroll):
+  from tracejax._src.lax import utils as lax_utils
+  size = next(_shape(x)[d] for x, d in zip(args, dims) if d is not None)
+  nconst, ncar = num_consts, num_carry
+  consts, init, xs = _split3(args, nconst, ncar)
+  c_d, k_d, x_d = _split3(dims, nconst, ncar)
+  k_b = [d is not None for d in k_d]
+  xs = [batching.matchaxis(x, d, 1, size) if d is not None else x for x, d in zip(xs, x_d)]
+  x_in = [0 if d is not None else None for d in x_d]
+  while True:
+    _, _, od = batching.batch_jaxpr(jaxpr, size, list(c_d) + [0 if b else None for b in k_b]
+                                    + x_in)
+    new = [a or d is not None for a, d in zip(k_b, od[:ncar])]
+    if new == k_b:
+      break
+    k_b = new
+  y_b = [d is not None for d in od[ncar:]]
+  kd = [0 if b else None for b in k_b]
+  wanted = kd + [0 if b else None for b in y_b]
+  bj, bconsts, _ = batching.batch_jaxpr(jaxpr, size, list(c_d) + kd + x_in,
+                                        out_dims_wanted=wanted)
+  bj, bconsts = common.close_jaxpr(bj, bconsts)
+  init = [lax_utils.bdim_at_front(x, d, size) if b and d != 0 else x
+          for x, d, b in zip(init, k_d, k_b)]
+  new_consts = list(bconsts) + consts
+  outs = scan_p.bind(*new_consts, *init, *xs, jaxpr=bj, length=length, reverse=reverse,
+                     num_consts=len(new_consts), num_carry=ncar,
+                     linear=(False,) * (len(new_consts) + ncar + len(xs)), unroll=unroll)
+  return outs, kd + [1 if b else None for b in y_b]
+
+
+batching.primitive_batchers[scan_p] = _scan_batch
+
+
+# =============================================================================
+# map and associative_scan
+# =============================================================================
+
+def map(f, xs):
+  """Map `f` over the leading axis of `xs` with a scan (one compiled loop)."""
+  _, ys = scan(lambda c, x: (c, f(x)), None, xs)
+  return ys
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+  """Prefix scan of an associative `fn` in O(log n) depth (Blelloch-style odd/even)."""
+  from tracejax._src.lax import slicing, structural
+  leaves, tree = tree_util.tree_flatten(elems)
+  if not leaves:
+    return elems
+  ndim = len(_shape(leaves[0]))
+  axis = axis % ndim
+  if reverse:
+    leaves = [structural.rev(x, (axis,)) for x in leaves]
+  n = _shape(leaves[0])[axis]
+  if any(_shape(x)[axis] != n for x in leaves):
+    raise ValueError("associative_scan: all elements must have the same size along axis")
+
+  def combine(a, b):
+    out = fn(tree_util.tree_unflatten(tree, a), tree_util.tree_unflatten(tree, b))
+    return tree_util.tree_leaves(out)
+
+  def sl(x, start, stop=None, step=1):
+    size = _shape(x)[axis]
+    stop = size if stop is None else stop
+    if stop <= start:
+      shape = list(_shape(x))
+      shape[axis] = 0
+      return slicing.slice_in_dim(x, 0, 0, axis=axis)
+    return slicing.slice_in_dim(x, start, stop, step, axis=axis)
+
+  def interleave(a, b):
+    # a has ceil(n/2), b has floor(n/2) elements along axis: a0 b0 a1 b1 ...
+    na, nb = _shape(a)[axis], _shape(b)[axis]
+    if nb < na:
+      pad_cfg = [(0, 0, 0)] * ndim
+      pad_cfg[axis] = (0, 1, 0)
+      b = structural.pad(b, np.zeros((), b.dtype if hasattr(b, "dtype") else np.float32),
+                         pad_cfg)
+    sa = list(_shape(a))
+    sa.insert(axis + 1, 1)
+    a2 = structural.reshape(a, tuple(sa))
+    b2 = structural.reshape(b, tuple(sa))
+    both = structural.concatenate([a2, b2], axis + 1)
+    shape = list(_shape(a))
+    shape[axis] = 2 * na
+    out = structural.reshape(both, tuple(shape))
+    return sl(out, 0, na + nb)
+
+  def scan_rec(elems):
+    k = _shape(elems[0])[axis]
+    if k < 2:
+      return elems
+    reduced = combine([sl(x, 0, k - 1, 2) for x in elems], [sl(x, 1, None, 2) for x in elems])
+    odd = scan_rec(reduced)
+    if k % 2 == 0:
+      even = combine([sl(x, 0, -1 + _shape(x)[axis]) for x in odd],
+                     [sl(x, 2, None, 2) for x in elems])
+    else:
+      even = combine(odd, [sl(x, 2, None, 2) for x in elems])
+    even = [structural.concatenate([sl(e, 0, 1), r], axis) if _shape(r)[axis] else sl(e, 0, 1)
+            for e, r in zip(elems, even)]
+    return [interleave(e, o) for e, o in zip(even, odd)]
+
+  out = scan_rec(leaves)
+  if reverse:
+    out = [structural.rev(x, (axis,)) for x in out]
+  return tree_util.tree_unflatten(tree, out)
+
+
+_ = (ShapedArray, _while_pp)

@@ -1,0 +1,728 @@
+"""Structural primitives: they move, copy or create elements without arithmetic.
+
+broadcast_in_dim, reshape, transpose, squeeze, rev, concatenate, pad, iota,
+plus the functions built from them (broadcast, expand_dims, full, collapse...).
+
+Every primitive here is linear in its array operands, so its JVP is itself
+applied to the tangents and reverse mode only needs a transpose rule.
+Shape rules raise TypeError/ValueError naming the argument: a bad shape must
+never reach XLA, which would only notice a byte-size mismatch.
+"""
+import operator
+
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src.core import avals as avals_mod
+from tracejax._src.core.avals import canonicalize_shape
+from tracejax._src.core.trace import Tracer
+from tracejax._src.interpreters import ad, batching
+from tracejax._src.interpreters import lowering as mlir
+from tracejax._src.interpreters.lowering import hlo
+from tracejax._src.lax import utils
+from tracejax._src.lax.utils import standard_primitive
+from tracejax._src.runtime.array import Array
+
+
+# ---- helpers shared by the structural, slicing and reduction families ----
+
+def _check_shapelike(fun_name, arg_name, obj, non_zero_shape=False):
+  """TypeError unless `obj` is a 1-D sequence of nonnegative (positive) ints."""
+  if not isinstance(obj, (tuple, list, np.ndarray)):
+    raise TypeError(f"{fun_name} {arg_name} must be of type tuple/list/ndarray, "
+                    f"got {type(obj)}.")
+  if not len(obj):
+    return
+  if any(isinstance(d, Tracer) for d in obj):
+    canonicalize_shape(obj)  # the seed's error for traced sizes
+  try:
+    vals = [operator.index(d) for d in obj]
+  except TypeError:
+    raise TypeError(f"{fun_name} {arg_name} must have every element be an integer type, "
+                    f"got {tuple(map(type, obj))}.") from None
+  lower, what = (1, "strictly positive") if non_zero_shape else (0, "nonnegative")
+  if not all(d >= lower for d in vals):
+    raise TypeError(f"{fun_name} {arg_name} must have every element be {what}, "
+                    f"got {tuple(vals)}.")
+
+
+def _int_tuple(fun_name, arg_name, obj):
+  """A tuple of Python ints from a user sequence of indices (dimensions, permutation)."""
+  if isinstance(obj, (int, np.integer)) and not isinstance(obj, bool):
+    return (int(obj),)
+  if not isinstance(obj, (tuple, list, np.ndarray, range)):
+    raise TypeError(f"{fun_name} {arg_name} must be a tuple/list of integers, "
+                    f"got {type(obj).__name__} {obj!r}.")
+  try:
+    return tuple(int(operator.index(d)) for d in obj)
+  except TypeError:
+    raise TypeError(f"{fun_name} {arg_name} must have every element be an integer type, "
+                    f"got {tuple(map(type, obj))}.") from None
+
+
+def _canonicalize_axes(fun_name, arg_name, axes, ndim):
+  """Axes as nonnegative Python ints; negative axes count from the end."""
+  axes = _int_tuple(fun_name, arg_name, axes)
+  for a in axes:
+    if not -ndim <= a < ndim:
+      raise ValueError(f"{fun_name} {arg_name} {axes} contains out-of-bounds "
+                       f"axis {a} for operand of rank {ndim}.")
+  return tuple(a % ndim if ndim else a for a in axes)
+
+
+def _aval(x):
+  return avals_mod.raise_to_shaped(avals_mod.get_aval(x))
+
+
+def _shape(x):
+  return tuple(np.shape(x))
+
+
+def _scalar(value, dtype, weak_type=False):
+  """A concrete scalar of `dtype`: a Python scalar when it should stay weakly typed
+  (a weak value keeps the default dtype of its kind, which a NumPy value cannot)."""
+  dtype = np.dtype(dtype)
+  if weak_type and dtype != np.bool_:
+    kind = dtypes.scalar_type_of(dtype)
+    if dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[kind]) == dtype:
+      return kind(value)
+  return np.array(value, dtype)
+
+
+def _convert(x, dtype, weak_type=False):
+  """`x` as `dtype`: host conversion for concrete host values, else convert_element_type."""
+  dtype = np.dtype(dtype)
+  if type(x) in (int, float, complex, bool) or isinstance(x, (np.ndarray, np.generic)):
+    if np.shape(x) == ():
+      return _scalar(np.asarray(x).astype(dtype)[()], dtype, weak_type)
+    return np.asarray(x).astype(dtype)
+  if _aval(x).dtype == dtype:
+    return x
+  from tracejax._src.lax import elementwise
+  return elementwise.convert_element_type(x, dtype)
+
+
+# =============================================================================
+# broadcast_in_dim
+# =============================================================================
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+  """Wraps XLA's BroadcastInDim operator.
+
+  Operand dimension `i` becomes output dimension `broadcast_dimensions[i]`; it
+  must have size 1 or the size of that output dimension. The other output
+  dimensions are new.
+  """
+  shape = canonicalize_shape(shape)
+  broadcast_dimensions = _int_tuple("broadcast_in_dim", "broadcast_dimensions",
+                                    broadcast_dimensions)
+  if (isinstance(operand, Array) and operand.shape == shape
+      and broadcast_dimensions == tuple(range(len(shape)))):
+    return operand
+  return broadcast_in_dim_p.bind(operand, shape=shape,
+                                 broadcast_dimensions=broadcast_dimensions)
+
+
+def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions):
+  _check_shapelike("broadcast_in_dim", "shape", shape)
+  _check_shapelike("broadcast_in_dim", "broadcast_dimensions", broadcast_dimensions)
+  if operand.ndim != len(broadcast_dimensions):
+    raise TypeError("broadcast_in_dim broadcast_dimensions must have length equal to "
+                    f"operand ndim; got broadcast_dimensions {broadcast_dimensions} for "
+                    f"operand ndim {operand.ndim}.")
+  if len(shape) < operand.ndim:
+    raise TypeError("broadcast_in_dim target broadcast shape must have equal or higher "
+                    f"rank to the operand shape; got operand ndim {operand.ndim} and "
+                    f"target broadcast ndim {len(shape)}.")
+  if not set(broadcast_dimensions).issubset(range(len(shape))):
+    raise TypeError("broadcast_in_dim broadcast_dimensions must be a subset of output "
+                    f"dimensions, got {broadcast_dimensions} for operand ndim "
+                    f"{operand.ndim} and shape {shape}.")
+  if not all(operand.shape[i] in (1, shape[d]) for i, d in enumerate(broadcast_dimensions)):
+    raise TypeError("broadcast_in_dim operand dimension sizes must either be 1, or be "
+                    "equal to their corresponding dimensions in the target broadcast "
+                    f"shape; got operand of shape {operand.shape}, target broadcast shape "
+                    f"{shape}, broadcast_dimensions {broadcast_dimensions}.")
+  if (len(broadcast_dimensions) != len(set(broadcast_dimensions))
+      or broadcast_dimensions != tuple(sorted(broadcast_dimensions))):
+    raise TypeError("broadcast_in_dim broadcast_dimensions must be strictly increasing; "
+                    f"got broadcast_dimensions {broadcast_dimensions}.")
+  return tuple(shape)
+
+
+def _broadcast_in_dim_transpose_rule(ct, operand, *, shape, broadcast_dimensions):
+  # Sum over the new dimensions and over the size-1 dimensions that were
+  # stretched; the stretched ones are put back with a reshape.
+  from tracejax._src.lax.reductions import reduce_sum
+  in_shape = operand.aval.shape
+  unit = {i for i, s in enumerate(in_shape) if s == 1}
+  kept = {d for i, d in enumerate(broadcast_dimensions) if i not in unit}
+  axes = tuple(d for d in range(len(shape)) if d not in kept)
+  out = reduce_sum(ct, axes) if axes else ct
+  if _shape(out) != in_shape:
+    out = reshape(out, in_shape)
+  return [out]
+
+
+def _broadcast_in_dim_batch_rule(args, dims, *, shape, broadcast_dimensions):
+  (x,), (d,) = args, dims
+  x = utils.moveaxis(x, d, 0)
+  new_shape = (_shape(x)[0],) + tuple(shape)
+  new_dims = (0,) + tuple(b + 1 for b in broadcast_dimensions)
+  return broadcast_in_dim(x, new_shape, new_dims), 0
+
+
+def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
+  return [hlo.broadcast_in_dim(mlir.aval_to_ir_type(ctx.avals_out[0]), x,
+                               list(broadcast_dimensions))]
+
+
+broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule, utils.input_dtype,
+                                        "broadcast_in_dim")
+ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose_rule)
+batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch_rule
+mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
+
+
+# ---- functions built on broadcast_in_dim ----
+
+def broadcast(operand, sizes):
+  """Broadcasts an array, adding new major dimensions of sizes `sizes`."""
+  sizes = canonicalize_shape(sizes)
+  if not sizes and isinstance(operand, Array):
+    return operand
+  ndim = np.ndim(operand)
+  dims = tuple(range(len(sizes), len(sizes) + ndim))
+  return broadcast_in_dim(operand, sizes + _shape(operand), dims)
+
+
+def broadcast_to_rank(x, rank):
+  """Adds leading dimensions of size 1 to give `x` rank `rank`."""
+  ndim = np.ndim(x)
+  if ndim == rank:
+    return x
+  if ndim > rank:
+    raise ValueError(f"broadcast_to_rank: operand of rank {ndim} exceeds rank {rank}.")
+  return broadcast(x, (1,) * (rank - ndim))
+
+
+def broadcast_shapes(*shapes):
+  """The NumPy broadcast of `shapes` (ValueError when they are incompatible)."""
+  shapes = [canonicalize_shape(s) for s in shapes]
+  if not shapes:
+    return ()
+  rank = max(len(s) for s in shapes)
+  padded = [(1,) * (rank - len(s)) + s for s in shapes]
+  out = []
+  for sizes in zip(*padded):
+    non_one = {d for d in sizes if d != 1}
+    if len(non_one) > 1:
+      raise ValueError(f"Incompatible shapes for broadcasting: {tuple(shapes)}")
+    out.append(non_one.pop() if non_one else 1)
+  return tuple(out)
+
+
+def expand_dims(array, dimensions):
+  """Inserts dimensions of size 1 at the positions `dimensions` of the result."""
+  dimensions = _int_tuple("expand_dims", "dimensions", dimensions)
+  if len(set(dimensions)) != len(dimensions):
+    raise ValueError(f"repeated axis in lax.expand_dims: {dimensions}")
+  ndim_out = np.ndim(array) + len(dimensions)
+  dims = _canonicalize_axes("expand_dims", "dimensions", dimensions, ndim_out)
+  if len(set(dims)) != len(dims):  # again, after resolving negative axes
+    raise ValueError(f"repeated axis in lax.expand_dims: {dims}")
+  result_shape = list(_shape(array))
+  for i in sorted(dims):
+    result_shape.insert(i, 1)
+  broadcast_dims = [i for i in range(ndim_out) if i not in dims]
+  return broadcast_in_dim(array, result_shape, broadcast_dims)
+
+
+# =============================================================================
+# reshape
+# =============================================================================
+
+def reshape(operand, new_sizes, dimensions=None):
+  """Wraps XLA's Reshape operator.
+
+  With `dimensions`, the operand is first transposed by that permutation (the
+  XLA convention), then reshaped to `new_sizes`; the total size is unchanged.
+  """
+  new_sizes = canonicalize_shape(new_sizes)
+  same_shape = _shape(operand) == new_sizes
+  if dimensions is None:
+    dims, same_dims = None, True
+  else:
+    dims = _int_tuple("reshape", "dimensions", dimensions)
+    same_dims = dims == tuple(range(np.ndim(operand)))
+  if same_shape and same_dims and isinstance(operand, Array):
+    return operand
+  return reshape_p.bind(operand, new_sizes=new_sizes,
+                        dimensions=None if dims is None or same_dims else dims)
+
+
+def _reshape_shape_rule(operand, *, new_sizes, dimensions):
+  _check_shapelike("reshape", "new_sizes", new_sizes)
+  size = int(np.prod(operand.shape, dtype=np.int64))
+  new_size = int(np.prod(new_sizes, dtype=np.int64))
+  if size != new_size:
+    raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
+                    f"(size {new_size}) for operand shape {operand.shape} (size {size}).")
+  if dimensions is not None and tuple(sorted(dimensions)) != tuple(range(operand.ndim)):
+    raise TypeError("reshape dimensions must be a permutation of operand dimensions, "
+                    f"got dimensions {dimensions} for shape {operand.shape}.")
+  return tuple(new_sizes)
+
+
+def _reshape_transpose_rule(ct, operand, *, new_sizes, dimensions):
+  shape = operand.aval.shape
+  if dimensions is None:
+    return [reshape(ct, shape)]
+  return [transpose(reshape(ct, tuple(shape[d] for d in dimensions)),
+                    tuple(np.argsort(dimensions)))]
+
+
+def _reshape_batch_rule(args, dims, *, new_sizes, dimensions):
+  (x,), (d,) = args, dims
+  x = utils.moveaxis(x, d, 0)
+  if dimensions is not None:
+    dimensions = (0,) + tuple(i + 1 for i in dimensions)
+  return reshape(x, (_shape(x)[0],) + tuple(new_sizes), dimensions), 0
+
+
+def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
+  if dimensions is not None:
+    x = hlo.transpose(x, list(dimensions))
+  return [hlo.reshape(mlir.aval_to_ir_type(ctx.avals_out[0]), x)]
+
+
+reshape_p = standard_primitive(_reshape_shape_rule, utils.input_dtype, "reshape")
+ad.deflinear2(reshape_p, _reshape_transpose_rule)
+batching.primitive_batchers[reshape_p] = _reshape_batch_rule
+mlir.register_lowering(reshape_p, _reshape_lowering)
+
+
+def collapse(operand, start_dimension, stop_dimension=None):
+  """Collapses dimensions `[start_dimension, stop_dimension)` into one (a reshape)."""
+  shape = _shape(operand)
+  ndim = len(shape)
+  lo = _canonicalize_axes("collapse", "start_dimension", (start_dimension,), ndim)[0] \
+      if ndim else int(start_dimension)
+  if stop_dimension is None:
+    hi = ndim
+  else:
+    hi = operator.index(stop_dimension)
+    hi = hi + ndim if hi < 0 else hi
+  if not 0 <= lo <= hi <= ndim:
+    raise ValueError(f"collapse: invalid dimensions [{start_dimension}, {stop_dimension}) "
+                     f"for operand of shape {shape}.")
+  size = int(np.prod(shape[lo:hi], dtype=np.int64))
+  return reshape(operand, shape[:lo] + (size,) + shape[hi:])
+
+
+# =============================================================================
+# transpose
+# =============================================================================
+
+def transpose(operand, permutation):
+  """Wraps XLA's Transpose operator: output dimension i is operand dimension
+  `permutation[i]`."""
+  permutation = _int_tuple("transpose", "permutation", permutation)
+  if permutation == tuple(range(np.ndim(operand))) and isinstance(operand, Array):
+    return operand
+  return transpose_p.bind(operand, permutation=permutation)
+
+
+def _transpose_shape_rule(operand, *, permutation):
+  if not isinstance(permutation, (tuple, list, np.ndarray)):
+    raise TypeError(f"transpose permutation must be a tuple/list/ndarray, "
+                    f"got {type(permutation)}.")
+  if tuple(sorted(permutation)) != tuple(range(operand.ndim)):
+    raise TypeError("transpose permutation isn't a permutation of operand dimensions, "
+                    f"got permutation {tuple(permutation)} for operand shape "
+                    f"{operand.shape}.")
+  return tuple(operand.shape[i] for i in permutation)
+
+
+def _transpose_transpose_rule(ct, operand, *, permutation):
+  return [transpose(ct, tuple(np.argsort(permutation)))]
+
+
+def _transpose_batch_rule(args, dims, *, permutation):
+  (x,), (d,) = args, dims
+  perm = (d,) + tuple(i if i < d else i + 1 for i in permutation)
+  return transpose(x, perm), 0
+
+
+def _transpose_lowering(ctx, x, *, permutation):
+  return [hlo.transpose(x, list(permutation))]
+
+
+transpose_p = standard_primitive(_transpose_shape_rule, utils.input_dtype, "transpose")
+ad.deflinear2(transpose_p, _transpose_transpose_rule)
+batching.primitive_batchers[transpose_p] = _transpose_batch_rule
+mlir.register_lowering(transpose_p, _transpose_lowering)
+
+
+# =============================================================================
+# squeeze
+# =============================================================================
+
+def squeeze(array, dimensions):
+  """Removes the size-1 dimensions `dimensions` (negative ones count from the end)."""
+  ndim = np.ndim(array)
+  dimensions = tuple(sorted(_canonicalize_axes("squeeze", "dimensions", dimensions, ndim)))
+  if not dimensions and isinstance(array, Array):
+    return array
+  return squeeze_p.bind(array, dimensions=dimensions)
+
+
+def _squeeze_shape_rule(operand, *, dimensions):
+  shape = operand.shape
+  if len(set(dimensions)) != len(dimensions):
+    raise ValueError(f"squeeze dimensions are not unique: {dimensions}")
+  if not all(0 <= d < len(shape) for d in dimensions):
+    raise ValueError(f"squeeze dimensions outside range [0, ndim): {dimensions} for "
+                     f"operand shape {shape}")
+  if any(shape[d] != 1 for d in dimensions):
+    raise ValueError("cannot select an axis to squeeze out which has size not equal to "
+                     f"one, got shape={shape} and dimensions={dimensions}")
+  return tuple(s for i, s in enumerate(shape) if i not in dimensions)
+
+
+def _squeeze_transpose_rule(ct, operand, *, dimensions):
+  return [reshape(ct, operand.aval.shape)]
+
+
+def _squeeze_batch_rule(args, dims, *, dimensions):
+  (x,), (d,) = args, dims
+  x = utils.moveaxis(x, d, 0)
+  return squeeze(x, tuple(i + 1 for i in dimensions)), 0
+
+
+def _squeeze_lowering(ctx, x, *, dimensions):
+  return [hlo.reshape(mlir.aval_to_ir_type(ctx.avals_out[0]), x)]
+
+
+squeeze_p = standard_primitive(_squeeze_shape_rule, utils.input_dtype, "squeeze")
+ad.deflinear2(squeeze_p, _squeeze_transpose_rule)
+batching.primitive_batchers[squeeze_p] = _squeeze_batch_rule
+mlir.register_lowering(squeeze_p, _squeeze_lowering)
+
+
+# =============================================================================
+# rev
+# =============================================================================
+
+def rev(operand, dimensions):
+  """Wraps XLA's Rev operator: reverses the order of elements along `dimensions`."""
+  dimensions = _int_tuple("rev", "dimensions", dimensions)
+  return rev_p.bind(operand, dimensions=dimensions)
+
+
+def _rev_shape_rule(operand, *, dimensions):
+  _check_shapelike("rev", "dimensions", dimensions)
+  if len(set(dimensions)) != len(dimensions):
+    raise TypeError(f"rev dimensions must be unique, got {dimensions}.")
+  if dimensions and not max(dimensions) < operand.ndim:
+    raise TypeError("rev dimensions must all be less than operand ndim, got dimensions "
+                    f"{dimensions} for operand ndim {operand.ndim}.")
+  return operand.shape
+
+
+def _rev_batch_rule(args, dims, *, dimensions):
+  (x,), (d,) = args, dims
+  return rev(x, tuple(i + 1 if i >= d else i for i in dimensions)), d
+
+
+def _rev_lowering(ctx, x, *, dimensions):
+  return [hlo.reverse(x, list(dimensions))]
+
+
+rev_p = standard_primitive(_rev_shape_rule, utils.input_dtype, "rev")
+ad.deflinear2(rev_p, lambda ct, operand, *, dimensions: [rev(ct, dimensions)])
+batching.primitive_batchers[rev_p] = _rev_batch_rule
+mlir.register_lowering(rev_p, _rev_lowering)
+
+
+# =============================================================================
+# concatenate
+# =============================================================================
+
+def concatenate(operands, dimension):
+  """Concatenates a sequence of arrays along `dimension`.
+
+  The operands must have the same dtype and rank, and equal sizes in every
+  other dimension.
+  """
+  operands = list(operands)
+  if not operands:
+    raise ValueError("concatenate requires a non-empty sequence of arrays")
+  dimension = operator.index(dimension)
+  ndim = np.ndim(operands[0])
+  if ndim and -ndim <= dimension < 0:
+    dimension += ndim
+  if len(operands) == 1 and isinstance(operands[0], Array):
+    return operands[0]
+  return concatenate_p.bind(*operands, dimension=dimension)
+
+
+def _concatenate_shape_rule(*operands, dimension):
+  if not operands:
+    raise TypeError("concatenate expects at least one operand, got 0.")
+  shapes = ", ".join(str(o.shape) for o in operands)
+  if len({o.ndim for o in operands}) != 1:
+    raise TypeError("Cannot concatenate arrays with different numbers of dimensions: "
+                    f"got {shapes}.")
+  if not 0 <= dimension < operands[0].ndim:
+    raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for "
+                    f"shapes {shapes}.")
+  others = [o.shape[:dimension] + o.shape[dimension + 1:] for o in operands]
+  if others[:-1] != others[1:]:
+    raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions "
+                    "other than the one being concatenated: concatenating along "
+                    f"dimension {dimension} for shapes {shapes}.")
+  size = sum(o.shape[dimension] for o in operands)
+  ex = operands[0].shape
+  return ex[:dimension] + (size,) + ex[dimension + 1:]
+
+
+def _concatenate_dtype_rule(*operands, dimension):
+  utils.check_same_dtypes("concatenate", *operands)
+  return operands[0].dtype
+
+
+def _concatenate_transpose_rule(ct, *operands, dimension):
+  # Each linear operand's cotangent is its slice of `ct`.
+  from tracejax._src.lax.slicing import slice as lax_slice
+  shapes = [o.aval.shape if ad.is_undefined_primal(o) else _shape(o) for o in operands]
+  ct_shape = _shape(ct)
+  limit_points = np.cumsum([s[dimension] for s in shapes]).tolist()
+  starts = [0] + limit_points[:-1]
+  out = []
+  for o, start, limit in zip(operands, starts, limit_points):
+    if not ad.is_undefined_primal(o):
+      out.append(None)
+      continue
+    lo = [0] * len(ct_shape)
+    hi = list(ct_shape)
+    lo[dimension], hi[dimension] = start, limit
+    out.append(lax_slice(ct, lo, hi))
+  return out
+
+
+def _concatenate_batch_rule(args, dims, *, dimension):
+  size = next(_shape(x)[d] for x, d in zip(args, dims) if d is not None)
+  operands = [utils.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+  return concatenate(operands, dimension + 1), 0
+
+
+def _concatenate_lowering(ctx, *xs, dimension):
+  return [hlo.concatenate(list(xs), dimension)]
+
+
+concatenate_p = standard_primitive(_concatenate_shape_rule, _concatenate_dtype_rule,
+                                   "concatenate")
+ad.deflinear2(concatenate_p, _concatenate_transpose_rule)
+batching.primitive_batchers[concatenate_p] = _concatenate_batch_rule
+mlir.register_lowering(concatenate_p, _concatenate_lowering)
+
+
+# =============================================================================
+# pad
+# =============================================================================
+
+def pad(operand, padding_value, padding_config):
+  """Wraps XLA's Pad operator.
+
+  `padding_config` has one `(low, high, interior)` triple per dimension: `low`
+  and `high` elements of `padding_value` at each end (negative values remove
+  elements) and `interior` between adjacent elements.
+  """
+  operand, padding_value = utils.promote_python_scalars([operand, padding_value])
+  try:
+    config = tuple((int(operator.index(lo)), int(operator.index(hi)),
+                    int(operator.index(it))) for lo, hi, it in padding_config)
+  except (TypeError, ValueError):
+    raise TypeError("pad padding_config must be a sequence of (low, high, interior) "
+                    f"integer triples, got {padding_config!r}.") from None
+  return pad_p.bind(operand, padding_value, padding_config=config)
+
+
+def _dilate_dim(d, dilation):
+  return 0 if d == 0 else 1 + dilation * (d - 1)
+
+
+def _pad_shape_rule(operand, padding_value, *, padding_config):
+  if padding_value.ndim != 0:
+    raise TypeError("pad padding_value must be a scalar, got padding_value of shape "
+                    f"{padding_value.shape}.")
+  if len(padding_config) != operand.ndim:
+    raise ValueError("length of padding_config must equal the number of axes of operand, "
+                     f"got padding_config {padding_config} for operand shape "
+                     f"{operand.shape}")
+  if not all(i >= 0 for _, _, i in padding_config):
+    raise ValueError("interior padding in padding_config must be nonnegative, got "
+                     f"padding_config {padding_config}")
+  result = tuple(lo + hi + _dilate_dim(d, it + 1)
+                 for (lo, hi, it), d in zip(padding_config, operand.shape))
+  if not all(d >= 0 for d in result):
+    raise ValueError("Dimension size after padding is not at least 0, got result shape "
+                     f"{result}, for padding_config {padding_config} and operand shape "
+                     f"{operand.shape}")
+  return result
+
+
+def _pad_dtype_rule(operand, padding_value, *, padding_config):
+  if operand.dtype != padding_value.dtype:
+    raise TypeError("pad operand and padding_value must be same dtype: got "
+                    f"{operand.dtype.name} and {padding_value.dtype.name}.")
+  return operand.dtype
+
+
+def _pad_transpose_rule(ct, operand, padding_value, *, padding_config):
+  # Undo the edge padding (negative padding re-grows cropped parts with zeros),
+  # then take every (interior + 1)-th element; the padding value's cotangent is
+  # the sum of what is left over.
+  from tracejax._src.lax.reductions import reduce_sum
+  from tracejax._src.lax.slicing import slice as lax_slice
+  lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+  ct_shape = _shape(ct)
+  dtype = _aval(ct).dtype
+
+  def t_operand():
+    unpad = tuple((-l, -h, 0) for l, h in zip(lo, hi))
+    unpadded = pad(ct, np.zeros((), dtype), unpad) if any(lo) or any(hi) else ct
+    if not any(interior):
+      return unpadded
+    return lax_slice(unpadded, (0,) * len(ct_shape), _shape(unpadded),
+                     tuple(i + 1 for i in interior))
+
+  t_op = t_operand() if ad.is_undefined_primal(operand) or \
+      ad.is_undefined_primal(padding_value) else None
+  t_padv = None
+  if ad.is_undefined_primal(padding_value):
+    from tracejax._src.lax import elementwise
+    all_axes = lambda x: tuple(range(len(_shape(x))))
+    t_padv = elementwise.sub(reduce_sum(ct, all_axes(ct)), reduce_sum(t_op, all_axes(t_op)))
+  return [t_op if ad.is_undefined_primal(operand) else None, t_padv]
+
+
+def _pad_batch_rule(args, dims, *, padding_config):
+  operand, padding_value = args
+  operand_bdim, padv_bdim = dims
+  if operand_bdim is None:
+    operand_bdim = 0
+    operand = broadcast(operand, (_shape(padding_value)[padv_bdim],))
+  config = list(padding_config)
+  config.insert(operand_bdim, (0, 0, 0))
+  if padv_bdim is None:
+    return pad(operand, padding_value, config), operand_bdim
+  # A batched padding value: pad with zeros, then select the padding positions
+  # (found by padding a mask of Trues with False) from the broadcast values.
+  from tracejax._src.lax import elementwise
+  dtype = _aval(operand).dtype
+  x = pad(operand, np.zeros((), dtype), config)
+  mask = pad(full_like(operand, True, np.bool_), np.bool_(False), config)
+  padv = utils.moveaxis(padding_value, padv_bdim, 0)
+  bpad = broadcast_in_dim(padv, _shape(x), (operand_bdim,))
+  return elementwise.select(mask, x, bpad), operand_bdim
+
+
+def _pad_lowering(ctx, x, padding_value, *, padding_config):
+  lo, hi, interior = (list(t) for t in zip(*padding_config)) if padding_config \
+      else ([], [], [])
+  return [hlo.pad(x, padding_value, lo, hi, interior)]
+
+
+pad_p = standard_primitive(_pad_shape_rule, _pad_dtype_rule, "pad")
+ad.deflinear2(pad_p, _pad_transpose_rule)
+batching.primitive_batchers[pad_p] = _pad_batch_rule
+mlir.register_lowering(pad_p, _pad_lowering)
+
+
+# =============================================================================
+# iota
+# =============================================================================
+
+def iota(dtype, size):
+  """Wraps XLA's Iota operator: `[0, 1, ..., size - 1]` of dtype `dtype`."""
+  (size,) = canonicalize_shape((size,))
+  return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+  """An array of `shape` whose elements are their index along `dimension`."""
+  dtype = dtypes.canonicalize_dtype(dtype)
+  shape = canonicalize_shape(shape)
+  dimension = operator.index(dimension)
+  if shape and -len(shape) <= dimension < 0:
+    dimension += len(shape)
+  return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
+
+
+def _iota_shape_rule(*, dtype, shape, dimension):
+  _check_shapelike("iota", "shape", shape)
+  if not 0 <= dimension < len(shape):
+    raise ValueError("iota dimension must be between 0 and the rank of shape, got "
+                     f"dimension={dimension} for shape {shape}.")
+  return tuple(shape)
+
+
+def _iota_dtype_rule(*, dtype, shape, dimension):
+  dtype = np.dtype(dtype)
+  if not (dtypes.is_integer(dtype) or dtypes.is_inexact(dtype)):
+    raise TypeError(f"iota does not accept dtype {dtype.name}; it needs an integer, "
+                    "floating or complex dtype.")
+  return dtype
+
+
+def _iota_lowering(ctx, *, dtype, shape, dimension):
+  return [hlo.iota(mlir.aval_to_ir_type(ctx.avals_out[0]), dimension)]
+
+
+iota_p = standard_primitive(_iota_shape_rule, _iota_dtype_rule, "iota")
+ad.defjvp_zero(iota_p)  # no operands: nothing to differentiate
+# Never called in practice (a primitive without batched operands is not
+# batched), but the rule keeps iota usable by any trace that asks.
+batching.primitive_batchers[iota_p] = lambda args, dims, **params: (iota_p.bind(**params),
+                                                                     None)
+mlir.register_lowering(iota_p, _iota_lowering)
+
+
+# =============================================================================
+# Functions: full, full_like, zeros_like_array, tie_in
+# =============================================================================
+
+def full(shape, fill_value, dtype=None):
+  """Returns an array of `shape` filled with `fill_value` (a scalar).
+
+  Without `dtype`, the dtype (and weak type) is that of `fill_value`.
+  """
+  shape = canonicalize_shape(shape)
+  if np.shape(fill_value):
+    raise TypeError("full must be called with scalar fill_value, got fill_value.shape "
+                    f"{np.shape(fill_value)}.")
+  if dtype is not None:
+    dtypes.check_user_dtype_supported(dtype, "full")
+  weak_type = dtype is None and dtypes.is_weakly_typed(fill_value)
+  dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else _aval(fill_value).dtype)
+  return broadcast(_convert(fill_value, dtype, weak_type), shape)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+  """An array like `x` (its shape and dtype unless given) filled with `fill_value`."""
+  fill_shape = _shape(x) if shape is None else canonicalize_shape(shape)
+  weak_type = dtype is None and dtypes.is_weakly_typed(x)
+  dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else _aval(x).dtype)
+  return full(fill_shape, _convert(fill_value, dtype, weak_type))
+
+
+def zeros_like_array(x):
+  """Zeros of the shape and dtype of `x` (used inside JVP and transpose rules)."""
+  return full_like(x, 0)
+
+
+def tie_in(x, y):
+  """Gives `y` a fake data dependence on `x` (2020 API; a no-op since omnistaging)."""
+  return y

@@ -142,3 +142,31 @@ def test_associative_scan():
                                 np.cumsum(np.arange(6.)[::-1])[::-1])
   np.testing.assert_array_equal(associative_scan(jnp.maximum, jnp.array([1., 3., 2., 5., 4.])),
                                 [1., 3., 3., 5., 5.])
+
+
+def test_custom_linear_solve_and_root():
+  from tracejax._src.control_flow import custom_linear_solve, custom_root
+  A = jnp.array([[4., 1.], [2., 3.]])
+  Ainv = np.linalg.inv(np.asarray(A))
+  solve = lambda mv, b: jnp.asarray(Ainv) @ b
+  tsolve = lambda vm, b: jnp.asarray(Ainv.T) @ b
+  f = lambda b: jnp.sum(custom_linear_solve(lambda x: A @ x, b, solve, tsolve) ** 2)
+  b = jnp.array([1., 2.])
+  x = Ainv @ np.asarray(b)
+  expected = 2 * Ainv.T @ x
+  for g in (jax.grad(f), jax.jit(jax.grad(f))):
+    np.testing.assert_allclose(np.asarray(g(b)), expected, rtol=1e-5)
+  np.testing.assert_allclose(
+      np.asarray(jax.vmap(lambda b: custom_linear_solve(lambda x: A @ x, b, solve, tsolve))(
+          jnp.stack([b, 2 * b]))), np.stack([x, 2 * x]), rtol=1e-5)
+
+  def sqrt_newton(a):
+    fn = lambda x: x ** 2 - a
+    solver = lambda f, x0: while_loop(lambda x: jnp.abs(f(x)) > 1e-5,
+                                      lambda x: x - f(x) / (2 * x), x0)
+    return custom_root(fn, 1.0, solver, lambda g, y: y / g(1.0))
+  np.testing.assert_allclose(float(sqrt_newton(2.)), np.sqrt(2.), rtol=1e-5)
+  for g in (jax.grad(sqrt_newton), jax.jit(jax.grad(sqrt_newton))):
+    np.testing.assert_allclose(float(g(2.)), 0.5 / np.sqrt(2.), rtol=1e-4)
+  np.testing.assert_allclose(np.asarray(jax.vmap(sqrt_newton)(jnp.array([4., 9.]))), [2., 3.],
+                             rtol=1e-5)

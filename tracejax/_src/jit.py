@@ -112,7 +112,20 @@ def _static_key(value, where, fun):
 # ---- the jitted function ----
 
 class _Entry:
-  __slots__ = ("exe", "out_avals", "out_tree", "const_bufs", "jaxpr", "consts")
+  __slots__ = ("exe", "out_avals", "out_tree", "const_bufs", "jaxpr", "consts", "unflatten")
+
+
+_NOT_ARRAY = object()  # makes a signature key that no entry has
+
+
+def _fast_unflatten(out_tree):
+  """Rebuild the output: a bare leaf and a flat tuple skip the general unflatten."""
+  if out_tree == tree_util.tree_structure(0):
+    return lambda outs: outs[0]
+  n = out_tree.num_leaves
+  if out_tree == tree_util.tree_structure((0,) * n):
+    return tuple
+  return lambda outs: tree_util.tree_unflatten(out_tree, outs)
 
 
 def _arg_aval(x, fun, path):
@@ -143,6 +156,7 @@ class Jitted:
     self.donate_argnums = _normalize_argnums(donate_argnums, "donate_argnums")
     self.device, self.backend = device, backend
     self._cache = {}
+    self._flat_cache = {}  # avals of all-Array positional arguments -> entry
     self._name = util.fun_name(fun)
     try:
       self._sig = inspect.signature(fun)
@@ -260,6 +274,19 @@ class Jitted:
       return self.fun(*args, **kwargs)
     if kwargs or self.static_argnums or self.static_argnames:
       return self._call_general(args, kwargs)
+    # The fastest path: every argument an Array, so the signature is just their avals.
+    if _trace_ctx.trace is eval_trace:
+      try:
+        key = tuple([a.aval if type(a) is Array else _NOT_ARRAY for a in args])
+        e = self._flat_cache.get(key)
+      except TypeError:
+        e = None
+      if e is not None:
+        outs = [Array(b, a) for b, a in
+                zip(e.exe.execute(e.const_bufs + [a._buf for a in args]), e.out_avals)]
+        if config.jax_debug_nans or config.jax_debug_infs:
+          _check_nans_op_by_op(e.jaxpr, e.consts, args, outs, self._name)
+        return e.unflatten(outs)
     # The fast path: positional arguments only, no static values.
     leaves, in_tree = tree_util.tree_flatten(args)
     if _trace_ctx.trace is not eval_trace:
@@ -278,6 +305,9 @@ class Jitted:
       e = self._compile((in_tree, avals), in_tree, avals, None, args, {})
       if not hasattr(e, "exe"):
         return self._call_traced(leaves, in_tree, (), None, e)
+      if len(leaves) == len(args) and all(type(a) is Array for a in args):
+        e.unflatten = _fast_unflatten(e.out_tree)
+        self._flat_cache[avals] = e
     return self._run(e, leaves, avals)
 
   def _run(self, e, leaves, avals):
@@ -341,6 +371,7 @@ class Jitted:
 
   def clear_cache(self):
     self._cache.clear()
+    self._flat_cache.clear()
 
 
 class Lowered:

@@ -1,0 +1,43 @@
+"""Collectives over named axes bound by vmap (the semantics pmap shares)."""
+import numpy as np
+import pytest
+
+import tracejax as jax
+import tracejax.numpy as jnp
+from tracejax._src.lax import parallel as P
+
+X = jnp.arange(4.)
+
+
+def test_psum_pmean_pmax_axis_index():
+  np.testing.assert_allclose(jax.vmap(lambda v: v / P.psum(v, "i"), axis_name="i")(X),
+                             np.arange(4.) / 6.)
+  np.testing.assert_array_equal(jax.vmap(lambda v: P.axis_index("i"), axis_name="i")(X),
+                                [0, 1, 2, 3])
+  np.testing.assert_allclose(jax.vmap(lambda v: P.pmax(v, "i") + P.pmean(v, "i"),
+                                      axis_name="i")(X), [4.5] * 4)
+  np.testing.assert_allclose(jax.jit(jax.vmap(lambda v: v - P.pmean(v, "i"),
+                                              axis_name="i"))(X), [-1.5, -.5, .5, 1.5])
+
+
+def test_all_gather_and_ppermute():
+  out = jax.vmap(lambda v: P.all_gather(v, "i"), axis_name="i")(X)
+  np.testing.assert_array_equal(out, np.tile(np.arange(4.), (4, 1)))
+  out = jax.vmap(lambda v: P.ppermute(v, "i", [(0, 1), (1, 2), (2, 3), (3, 0)]),
+                 axis_name="i")(X)
+  np.testing.assert_array_equal(out, [3., 0., 1., 2.])
+
+
+def test_nested_names_and_grad():
+  out = jax.vmap(jax.vmap(lambda a: P.psum(a, "i"), axis_name="j"), axis_name="i")(
+      jnp.ones((2, 3)))
+  np.testing.assert_array_equal(out, 2 * np.ones((2, 3)))
+  g = jax.grad(lambda x: jnp.sum(jax.vmap(lambda v: v * P.psum(v, "i"), axis_name="i")(x)))(X)
+  np.testing.assert_allclose(g, [12.] * 4)
+  out = jax.vmap(lambda v: jax.jit(lambda u: u * P.axis_index("i"))(v), axis_name="i")(X)
+  np.testing.assert_array_equal(out, [0., 1., 4., 9.])
+
+
+def test_unbound_name():
+  with pytest.raises(NameError, match="unbound axis name"):
+    P.psum(1., "q")

@@ -41,3 +41,20 @@ def test_nested_names_and_grad():
 def test_unbound_name():
   with pytest.raises(NameError, match="unbound axis name"):
     P.psum(1., "q")
+
+
+def test_pmap_single_device_semantics_and_printing():
+  from tracejax._src.pmap import pmap
+  np.testing.assert_array_equal(pmap(lambda x: x / P.psum(x, "i"), axis_name="i")(jnp.ones(1)),
+                                [1.])
+  text = str(jax.make_jaxpr(lambda a: pmap(lambda x: x / P.psum(x, "rows"),
+                                           axis_name="rows")(a))(jnp.ones((1, 3))))
+  assert "xla_pmap[ axis_name=rows" in text and "psum[ axis_name=rows ]" in text
+  assert "mapped_invars=(True,)" in text
+  g = jax.grad(lambda a: jnp.sum(pmap(lambda x: x * P.psum(x, "i"), axis_name="i")(a)))(
+      jnp.ones((1, 3)))
+  np.testing.assert_array_equal(g, 2 * np.ones((1, 3)))
+  out = jax.vmap(pmap(lambda x: x * 2., axis_name="i"))(jnp.ones((2, 1, 3)))
+  np.testing.assert_array_equal(out, 2 * np.ones((2, 1, 3)))
+  with pytest.raises(ValueError, match="logical devices"):
+    pmap(lambda x: x)(jnp.ones(jax.device_count() + 1))

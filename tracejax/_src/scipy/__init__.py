@@ -1,0 +1,1 @@
+"""jax.scipy: SciPy's special functions, distributions and linear algebra on tracejax."""

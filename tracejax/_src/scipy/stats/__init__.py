@@ -1,0 +1,1 @@
+"""jax.scipy.stats: log densities and distribution functions."""

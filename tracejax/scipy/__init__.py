@@ -1,0 +1,4 @@
+"""`jax.scipy`: SciPy on tracejax (special functions, statistics, linear algebra)."""
+# flake8: noqa: F401
+from tracejax.scipy import special as special
+from tracejax.scipy import stats as stats

@@ -1,0 +1,6 @@
+"""`jax.scipy.stats.bernoulli`."""
+# flake8: noqa: F401
+from tracejax._src.scipy.stats.distributions import (
+    bernoulli_logpmf as logpmf,
+    bernoulli_pmf as pmf,
+)

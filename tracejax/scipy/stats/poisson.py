@@ -1,0 +1,6 @@
+"""`jax.scipy.stats.poisson`."""
+# flake8: noqa: F401
+from tracejax._src.scipy.stats.distributions import (
+    poisson_logpmf as logpmf,
+    poisson_pmf as pmf,
+)

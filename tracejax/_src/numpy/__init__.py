@@ -1,0 +1,1 @@
+"""The implementation of `tracejax.numpy` (public names re-exported there)."""

@@ -1,0 +1,221 @@
+"""The operators and NumPy-style methods of arrays and tracers, in one table.
+
+`core.trace.Tracer` and `runtime.array.Array` are defined without them (the
+layers below jax.numpy cannot import it); importing this module attaches the
+same functions to both, so traced code and eager code behave alike (C-S24).
+"""
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src.core.trace import Tracer
+from tracejax._src.numpy import (indexing, products, reductions, searching, shape_ops,
+                                 ufuncs, util)
+from tracejax._src.runtime.array import Array
+
+
+# ---- operators ----
+
+def _accepts(other):
+  """Operands an array operator handles; anything else gets NotImplemented."""
+  return type(other) in util._py_scalar_set or isinstance(
+      other, (Array, Tracer, np.ndarray, np.generic))
+
+
+def _binop(fn, name):
+  def op(self, other):
+    if not _accepts(other):
+      return NotImplemented
+    return fn(self, other)
+  op.__name__ = op.__qualname__ = f"__{name}__"
+  op.__doc__ = f"`self {name} other` through jnp.{getattr(fn, '__name__', name)}."
+  return op
+
+
+def _rbinop(fn, name):
+  def op(self, other):
+    if not _accepts(other):
+      return NotImplemented
+    return fn(other, self)
+  op.__name__ = op.__qualname__ = f"__r{name}__"
+  op.__doc__ = f"`other {name} self` through jnp.{getattr(fn, '__name__', name)}."
+  return op
+
+
+def _pow(self, other, mod=None):
+  if mod is not None:
+    raise NotImplementedError("pow() with a modulus is not supported for arrays")
+  if not _accepts(other):
+    return NotImplemented
+  return ufuncs.power(self, other)
+
+
+def _rpow(self, other, mod=None):
+  if not _accepts(other):
+    return NotImplemented
+  return ufuncs.power(other, self)
+
+
+# name -> jnp function; each gets __name__ and, if reflected, __rname__.
+_BINARY = {
+    "add": ufuncs.add, "sub": ufuncs.subtract, "mul": ufuncs.multiply,
+    "truediv": ufuncs.true_divide, "floordiv": ufuncs.floor_divide, "mod": ufuncs.remainder,
+    "divmod": ufuncs.divmod, "matmul": products.matmul, "and": ufuncs.bitwise_and,
+    "or": ufuncs.bitwise_or, "xor": ufuncs.bitwise_xor, "lshift": ufuncs.left_shift,
+    "rshift": ufuncs.right_shift,
+}
+_COMPARISONS = {
+    "lt": ufuncs.less, "le": ufuncs.less_equal, "gt": ufuncs.greater,
+    "ge": ufuncs.greater_equal, "eq": ufuncs.equal, "ne": ufuncs.not_equal,
+}
+_UNARY = {
+    "neg": ufuncs.negative, "pos": ufuncs.positive, "abs": ufuncs.absolute,
+    "invert": ufuncs.bitwise_not,
+}
+
+
+# ---- methods ----
+
+def _reshape(self, *args, order="C", shape=None):
+  """`a.reshape(shape)` or `a.reshape(*shape)`."""
+  if shape is not None:
+    newshape = shape
+  elif len(args) == 1 and not isinstance(args[0], (int, np.integer, Tracer)):
+    newshape = args[0]
+  else:
+    newshape = args
+  return shape_ops.reshape(self, newshape, order)
+
+
+def _transpose(self, *args):
+  """`a.transpose()`, `a.transpose(axes)` or `a.transpose(*axes)`."""
+  if not args or (len(args) == 1 and args[0] is None):
+    axes = None
+  elif len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+    axes = args[0]
+  else:
+    axes = args
+  return shape_ops.transpose(self, axes)
+
+
+def _astype(self, dtype, copy=False, device=None):
+  """`self` converted to `dtype` (64-bit types narrow, with a warning, when x64 is off)."""
+  dtypes.check_user_dtype_supported(dtype, "astype", stacklevel=util.user_stacklevel() + 1)
+  return util.to_array(util.convert(self, dtypes.canonicalize_dtype(dtypes.dtype(dtype)), False))
+
+
+def _flatten(self, order="C"):
+  """A copy of the array collapsed into one dimension."""
+  return shape_ops.ravel(self, order)
+
+
+def _iter(self):
+  """Iterate over the leading axis."""
+  if not self.shape:
+    raise TypeError("iteration over a 0-d array")
+  return (indexing.getitem(self, i) for i in range(self.shape[0]))
+
+
+def _round(self, decimals=0, out=None):
+  return ufuncs.round(self, decimals, out)
+
+
+def _dunder_round(self, ndigits=None):
+  if ndigits is None:
+    if self.shape:
+      raise TypeError("round() of an array needs ndigits; use jnp.round")
+    return round(float(self))
+  return ufuncs.round(self, ndigits)
+
+
+def _clip(self, min=None, max=None, out=None, **kw):
+  return ufuncs.clip(self, kw.pop("a_min", min), kw.pop("a_max", max), out)
+
+
+def _dot(self, b, *, precision=None, preferred_element_type=None):
+  return products.dot(self, b, precision=precision,
+                      preferred_element_type=preferred_element_type)
+
+
+def _copy(self):
+  return util.to_array(self)
+
+
+def _nonzero(self, *, size=None, fill_value=None):
+  return searching.nonzero(self, size=size, fill_value=fill_value)
+
+
+_METHODS = {
+    "__getitem__": indexing.getitem,
+    "__iter__": _iter,
+    "__round__": _dunder_round,
+    "__pow__": _pow,
+    "__rpow__": _rpow,
+    "astype": _astype,
+    "reshape": _reshape,
+    "transpose": _transpose,
+    "flatten": _flatten,
+    "ravel": shape_ops.ravel,
+    "squeeze": shape_ops.squeeze,
+    "swapaxes": shape_ops.swapaxes,
+    "repeat": shape_ops.repeat,
+    "sum": reductions.sum,
+    "prod": reductions.prod,
+    "max": reductions.max,
+    "min": reductions.min,
+    "mean": reductions.mean,
+    "var": reductions.var,
+    "std": reductions.std,
+    "all": reductions.all,
+    "any": reductions.any,
+    "argmax": reductions.argmax,
+    "argmin": reductions.argmin,
+    "cumsum": reductions.cumsum,
+    "cumprod": reductions.cumprod,
+    "ptp": reductions.ptp,
+    "dot": _dot,
+    "conj": ufuncs.conjugate,
+    "conjugate": ufuncs.conjugate,
+    "clip": _clip,
+    "round": _round,
+    "diagonal": products.diagonal,
+    "trace": products.trace,
+    "nonzero": _nonzero,
+    "copy": _copy,
+}
+
+_PROPERTIES = {
+    "T": lambda self: shape_ops.transpose(self),
+    "mT": lambda self: shape_ops.swapaxes(self, -1, -2),
+    "real": ufuncs.real,
+    "imag": ufuncs.imag,
+    "at": indexing.IndexUpdateHelper,
+    "nbytes": lambda self: self.size * self.dtype.itemsize,
+    "itemsize": lambda self: self.dtype.itemsize,
+}
+
+
+def _table():
+  """Every attribute this module attaches: name -> function or property."""
+  table = {}
+  for name, fn in _BINARY.items():
+    table[f"__{name}__"] = _binop(fn, name)
+    table[f"__r{name}__"] = _rbinop(fn, name)
+  for name, fn in _COMPARISONS.items():
+    table[f"__{name}__"] = _binop(fn, name)
+  for name, fn in _UNARY.items():
+    table[f"__{name}__"] = fn
+  table.update(_METHODS)
+  for name, fn in _PROPERTIES.items():
+    table[name] = property(fn)
+  return table
+
+
+def attach(*classes):
+  """Attach the operators and methods to `classes` (idempotent)."""
+  table = _table()
+  for cls in classes:
+    for name, value in table.items():
+      setattr(cls, name, value)
+
+
+attach(Tracer, Array)

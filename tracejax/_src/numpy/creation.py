@@ -1,0 +1,360 @@
+"""Array creation: array, asarray, zeros/ones/full/empty, arange, linspace, eye, tri...
+
+Host data (NumPy arrays, nested lists of numbers) is converted on the host
+and transferred with a single `device_put`; only nested sequences holding
+device arrays or tracers are assembled on the device (by stacking).
+"""
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src.core.avals import canonicalize_shape
+from tracejax._src.core.trace import Tracer, concrete_or_error
+from tracejax._src.lax import structural
+from tracejax._src.numpy import util
+from tracejax._src.runtime.array import Array, from_numpy
+
+_py_scalar_set = util._py_scalar_set
+
+
+# ---- array / asarray ----
+
+def _flatten_nested(obj, out):
+  """Append the leaves of nested lists/tuples to `out`."""
+  for x in obj:
+    if isinstance(x, (list, tuple)):
+      _flatten_nested(x, out)
+    else:
+      out.append(x)
+  return out
+
+
+def _leaf_dtype(leaves):
+  """The dtype of a nested sequence: JAX promotion over one leaf per kind of leaf."""
+  exemplars = {}
+  for x in leaves:
+    t = type(x)
+    key = t if t in _py_scalar_set else getattr(x, "dtype", t)
+    if key not in exemplars:
+      exemplars[key] = x
+  if not exemplars:
+    return dtypes.canonicalize_dtype(np.float64)
+  for x in exemplars.values():
+    if not util.is_arraylike(x):
+      raise TypeError(f"JAX arrays cannot be made from values of type {type(x)}: {x!r}")
+  return dtypes.result_type(*exemplars.values())
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0):
+  """Create a device array from an array, a NumPy array, a scalar, or nested sequences.
+
+  Python scalars give weakly typed arrays; 64-bit inputs are narrowed to
+  32-bit unless `jax_enable_x64` is set. Sequences containing device arrays
+  or tracers are stacked on the device, so `jnp.array([x, y])` works under
+  `jit`.
+  """
+  if order not in (None, "K", "A", "C"):
+    raise NotImplementedError(f"jax.numpy.array: only C order is supported, got order={order!r}")
+  dt = util.check_dtype(dtype, "array")
+  if isinstance(object, (Array, Tracer)):
+    out = object if dt is None else util.convert(object, dt, False)
+  elif hasattr(object, "__jax_array__"):
+    return array(object.__jax_array__(), dtype, copy, order, ndmin)
+  elif type(object) in _py_scalar_set:
+    weak = dt is None and type(object) is not bool
+    if dt is None:
+      dt = dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[type(object)])
+    out = from_numpy(util._host_scalar(object, dt), weak_type=weak)
+  elif isinstance(object, (np.ndarray, np.generic)):
+    dt = dt if dt is not None else dtypes.canonicalize_dtype(object.dtype)
+    out = from_numpy(object if object.dtype == dt else np.asarray(object, dt))
+  elif isinstance(object, (list, tuple)):
+    leaves = _flatten_nested(object, [])
+    if any(isinstance(x, (Array, Tracer)) or hasattr(x, "__jax_array__") for x in leaves):
+      out = _stack_nested(object, dt)
+    else:
+      dt = dt if dt is not None else _leaf_dtype(leaves)
+      out = from_numpy(np.array(object, dtype=dt))
+  elif hasattr(object, "__array__"):
+    return array(np.asarray(object), dtype, copy, order, ndmin)
+  else:
+    raise TypeError(f"Unexpected input type for array: {type(object)}")
+  if ndmin > util.ndim(out):
+    out = util.reshape(out, (1,) * (ndmin - util.ndim(out)) + util.shape(out))
+  return out
+
+
+def _stack_nested(obj, dt):
+  from tracejax._src.numpy import shape_ops
+  if not isinstance(obj, (list, tuple)):
+    return array(obj, dt)
+  if not obj:
+    return array(np.zeros((0,), dt if dt is not None else np.float32))
+  parts = [_stack_nested(x, dt) for x in obj]
+  return shape_ops.stack(parts)
+
+
+def asarray(a, dtype=None, order=None, copy=None):
+  """Convert `a` to a device array (arrays of the requested dtype are returned as is)."""
+  return array(a, dtype=dtype, copy=False, order=order)
+
+
+# ---- filled arrays ----
+
+def _shape_arg(shape, fun_name):
+  return canonicalize_shape(shape, fun_name)
+
+
+def full(shape, fill_value, dtype=None):
+  """An array of `shape` filled with `fill_value` (which may itself be an array)."""
+  shape = _shape_arg(shape, "full")
+  dt = util.check_dtype(dtype, "full")
+  if util.ndim(fill_value):
+    return util.broadcast_to(asarray(fill_value, dt), shape)
+  weak = dt is None and util.is_weak(fill_value)
+  if dt is None:
+    dt = util.dtype_of(fill_value)
+  return _broadcast_scalar(util.convert(util.to_operand(fill_value), dt, weak), shape)
+
+
+def _broadcast_scalar(x, shape):
+  """A scalar (host or device) broadcast to `shape`; host scalars stay inline literals."""
+  if isinstance(x, np.generic):
+    x = np.asarray(x)
+  return structural.broadcast_in_dim(x, shape, ())
+
+
+def zeros(shape, dtype=None):
+  """An array of zeros (float32 by default)."""
+  dt = util.check_dtype(dtype, "zeros") or dtypes.default_float_dtype()
+  return full(shape, 0, dt)
+
+
+def ones(shape, dtype=None):
+  """An array of ones (float32 by default)."""
+  dt = util.check_dtype(dtype, "ones") or dtypes.default_float_dtype()
+  return full(shape, 1, dt)
+
+
+def empty(shape, dtype=None):
+  """Like `zeros`: JAX arrays are never uninitialized (C-S13)."""
+  dt = util.check_dtype(dtype, "empty") or dtypes.default_float_dtype()
+  return full(shape, 0, dt)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+  """An array with the shape (and dtype) of `a`, filled with `fill_value`."""
+  util.check_arraylike_or_list("full_like", a)
+  a = util.to_operand(a)
+  dt = util.check_dtype(dtype, "full_like")
+  shp = util.shape(a) if shape is None else _shape_arg(shape, "full_like")
+  weak = dt is None and util.is_weak(a)
+  dt = dt if dt is not None else util.dtype_of(a)
+  if util.ndim(fill_value):
+    return util.broadcast_to(asarray(fill_value, dt), shp)
+  return _broadcast_scalar(util.convert(util.to_operand(fill_value), dt, weak), shp)
+
+
+def zeros_like(a, dtype=None, shape=None):
+  """Zeros with the shape and dtype of `a`."""
+  return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a, dtype=None, shape=None):
+  """Ones with the shape and dtype of `a`."""
+  return full_like(a, 1, dtype, shape)
+
+
+def empty_like(a, dtype=None, shape=None):
+  """Like `zeros_like` (C-S13)."""
+  return full_like(a, 0, dtype, shape)
+
+
+# ---- ranges ----
+
+def _concrete(x, name, fun_name):
+  if x is None:
+    return None
+  return concrete_or_error(
+      np.asarray, x, f"It arose in jax.numpy.{fun_name} argument `{name}`.")
+
+
+def arange(start, stop=None, step=None, dtype=None):
+  """Evenly spaced values in [start, stop) by `step`; the bounds must be concrete.
+
+  Asking for a 64-bit dtype with x64 off warns and gives the 32-bit dtype (C-S05).
+  """
+  dtypes.check_user_dtype_supported(dtype, "arange", stacklevel=util.user_stacklevel() + 1)
+  start_c, stop_c, step_c = (_concrete(v, n, "arange") for v, n in
+                             ((start, "start"), (stop, "stop"), (step, "step")))
+  if dtype is None:
+    dt = dtypes.result_type(*[v for v in (start, stop, step) if v is not None])
+  else:
+    dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+  if stop is None and step is None and _iota_ok(dt):
+    # One iota, as JAX stages it, rather than a host constant.
+    return structural.iota(dt, max(int(np.ceil(start_c)), 0))
+  return from_numpy(np.arange(start_c, stop_c, step_c).astype(dt, copy=False))
+
+
+def _iota_ok(dt):
+  return dtypes.is_integer(dt) or dtypes.is_floating(dt)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+  """`num` evenly spaced samples over [start, stop] (or [start, stop) without endpoint)."""
+  from tracejax._src.numpy import shape_ops, ufuncs
+  num = util.concrete_int(num, "'num' argument of jnp.linspace")
+  if num < 0:
+    raise ValueError(f"Number of samples, {num}, must be non-negative.")
+  dtypes.check_user_dtype_supported(dtype, "linspace", stacklevel=util.user_stacklevel() + 1)
+  dt = (dtypes.result_type(start, stop, float) if dtype is None
+        else dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
+  comp = dtypes.to_inexact_dtype(dt)
+  start = asarray(start, comp)
+  stop = asarray(stop, comp)
+  bounds_shape = list(util.broadcast_shapes(util.shape(start), util.shape(stop)))
+  start = util.broadcast_to(start, bounds_shape)
+  stop = util.broadcast_to(stop, bounds_shape)
+  axis = len(bounds_shape) + axis + 1 if axis < 0 else axis
+  bounds_shape.insert(axis, 1)
+  div = (num - 1) if endpoint else num
+  delta = None
+  if num > 1:
+    delta = ufuncs.true_divide(ufuncs.subtract(stop, start), div)
+    iota_shape = [1] * len(bounds_shape)
+    iota_shape[axis] = div
+    frac = ufuncs.true_divide(util.reshape(structural.iota(comp, div), iota_shape), div)
+    out = ufuncs.add(util.reshape(start, bounds_shape),
+                     ufuncs.multiply(frac, util.reshape(ufuncs.subtract(stop, start),
+                                                        bounds_shape)))
+    if endpoint:
+      out = shape_ops.concatenate([out, util.reshape(stop, bounds_shape)], axis=axis)
+  elif num == 1:
+    delta = ufuncs.subtract(stop, start) if not endpoint else full(util.shape(start), np.nan, comp)
+    out = util.reshape(start, bounds_shape)
+  else:
+    empty_shape = list(bounds_shape)
+    empty_shape[axis] = 0
+    out = zeros(empty_shape, comp)
+    delta = full(util.shape(start), np.nan, comp)
+  if dtypes.is_integer(dt) and not dtypes.is_inexact(dt):
+    out = ufuncs.floor(out)
+  out = util.convert(out, dt, False)
+  if retstep:
+    return out, delta
+  return out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+  """`base ** linspace(start, stop, ...)`."""
+  from tracejax._src.numpy import ufuncs
+  dtypes.check_user_dtype_supported(dtype, "logspace", stacklevel=util.user_stacklevel() + 1)
+  dt = (dtypes.result_type(start, stop, float) if dtype is None
+        else dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
+  comp = dtypes.to_inexact_dtype(dt)
+  lin = linspace(start, stop, num, endpoint=endpoint, axis=axis, dtype=comp)
+  return util.convert(ufuncs.power(util.convert(base, comp, False), lin), dt, False)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+  """Samples evenly spaced on a log scale between `start` and `stop` (both non-zero)."""
+  from tracejax._src.numpy import ufuncs
+  dt = (dtypes.result_type(start, stop, float) if dtype is None
+        else dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
+  comp = dtypes.to_inexact_dtype(dt)
+  start, stop = asarray(start, comp), asarray(stop, comp)
+  sign = ufuncs.sign(start)
+  res = logspace(ufuncs.log10(ufuncs.multiply(start, sign)),
+                 ufuncs.log10(ufuncs.multiply(stop, sign)), num, endpoint=endpoint,
+                 base=10.0, dtype=comp, axis=axis)
+  return util.convert(ufuncs.multiply(sign, res), dt, False)
+
+
+# ---- matrices ----
+
+def _iota_2d(n, m, k):
+  """(rows + k, cols) as int32 iotas of shape (n, m), for diagonal masks."""
+  from tracejax._src.numpy import ufuncs
+  i32 = np.dtype(np.int32)
+  rows = structural.broadcasted_iota(i32, (n, m), 0)
+  cols = structural.broadcasted_iota(i32, (n, m), 1)
+  return ufuncs.add(rows, np.int32(k)) if k else rows, cols
+
+
+def eye(N, M=None, k=0, dtype=None):
+  """A 2-D array with ones on the `k`-th diagonal and zeros elsewhere."""
+  from tracejax._src.numpy import ufuncs
+  dt = util.check_dtype(dtype, "eye") or dtypes.default_float_dtype()
+  N = util.concrete_int(N, "'N' argument of jnp.eye")
+  M = N if M is None else util.concrete_int(M, "'M' argument of jnp.eye")
+  k = util.concrete_int(k, "'k' argument of jnp.eye")
+  if N < 0 or M < 0:
+    raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
+  rows, cols = _iota_2d(N, M, k)
+  return util.convert(ufuncs.equal(rows, cols), dt, False)
+
+
+def identity(n, dtype=None):
+  """The `n` x `n` identity matrix."""
+  return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+  """Ones at and below the `k`-th diagonal, zeros above."""
+  from tracejax._src.numpy import ufuncs
+  dt = util.check_dtype(dtype, "tri") or dtypes.default_float_dtype()
+  N = util.concrete_int(N, "'N' argument of jnp.tri")
+  M = N if M is None else util.concrete_int(M, "'M' argument of jnp.tri")
+  rows, cols = _iota_2d(N, M, k)
+  return util.convert(ufuncs.greater_equal(rows, cols), dt, False)
+
+
+def _tri_mask(m, k, lower):
+  from tracejax._src.numpy import ufuncs
+  shp = util.shape(m)
+  if len(shp) < 2:
+    raise ValueError(f"{'tril' if lower else 'triu'} requires an array of at least two "
+                     f"dimensions, got shape {shp}")
+  rows, cols = _iota_2d(shp[-2], shp[-1], k)
+  return ufuncs.greater_equal(rows, cols) if lower else ufuncs.less(rows, cols)
+
+
+def tril(m, k=0):
+  """The lower triangle of (the last two axes of) `m`: zeros above the `k`-th diagonal."""
+  from tracejax._src.numpy import ufuncs
+  m = util.to_array(m)
+  k = util.concrete_int(k, "'k' argument of jnp.tril")
+  return ufuncs.where(util.broadcast_to(_tri_mask(m, k, True), util.shape(m)), m,
+                      zeros_like(m))
+
+
+def triu(m, k=0):
+  """The upper triangle of (the last two axes of) `m`: zeros below the `k`-th diagonal."""
+  from tracejax._src.numpy import ufuncs
+  m = util.to_array(m)
+  k = util.concrete_int(k, "'k' argument of jnp.triu")
+  return ufuncs.where(util.broadcast_to(_tri_mask(m, k - 1, True), util.shape(m)),
+                      zeros_like(m), m)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+  """Coordinate matrices from coordinate vectors (NumPy's meshgrid)."""
+  xi = [util.to_array(x) for x in xi]
+  if indexing not in ("xy", "ij"):
+    raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
+  for x in xi:
+    if util.ndim(x) != 1:
+      raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shape {util.shape(x)}")
+  shape = [util.shape(x)[0] for x in xi]
+  if indexing == "xy" and len(xi) >= 2:
+    shape[0], shape[1] = shape[1], shape[0]
+  out = []
+  for i, x in enumerate(xi):
+    axis = i
+    if indexing == "xy" and len(xi) >= 2 and i < 2:
+      axis = 1 - i
+    s = [1] * len(xi)
+    s[axis] = util.shape(x)[0]
+    x = util.reshape(x, s)
+    out.append(x if sparse else util.broadcast_to(x, shape))
+  return out

@@ -1,0 +1,409 @@
+"""Reductions: sum, prod, max, min, all, any, mean, var, std, argmax, argmin, cumsum...
+
+`axis` may be None (all axes), an int (negative allowed) or a tuple; results
+keep reduced axes as size 1 with `keepdims=True`. As in JAX, sums and
+products of bools and small integers accumulate in the default integer type,
+and float16/bfloat16 sums are computed in float32.
+"""
+import builtins
+
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src.lax import elementwise as lax_ew
+from tracejax._src.lax import reductions as lax_red
+from tracejax._src.lax import slicing as lax_slicing
+from tracejax._src.lax import structural
+from tracejax._src.numpy import creation, ufuncs, util
+
+_low_precision = (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
+
+
+def _promote_integer(dt):
+  """Bools and integers narrower than the default accumulate in the default int type."""
+  if dt == np.bool_:
+    return dtypes.default_int_dtype()
+  if dtypes.is_unsigned(dt) and dt.itemsize < dtypes.default_uint_dtype().itemsize:
+    return dtypes.default_uint_dtype()
+  if dtypes.is_signed(dt) and dt.itemsize < dtypes.default_int_dtype().itemsize:
+    return dtypes.default_int_dtype()
+  return dt
+
+
+def _keepdims_shape(in_shape, dims):
+  return tuple(1 if i in dims else d for i, d in enumerate(in_shape))
+
+
+def _prepare(name, a, axis):
+  util.check_arraylike_or_list(name, a)
+  a = util.to_array(a)
+  return a, util.canonicalize_axes(axis, util.ndim(a))
+
+
+def _reduce(name, a, axis, dtype, keepdims, lax_fn, *, bool_fn=None, promote_integers=False,
+            upcast_f16=False, identity=None, initial=None, where=None, combine=None):
+  """The shared skeleton of the monoid reductions (sum, prod, max, min, all, any)."""
+  a, dims = _prepare(name, a, axis)
+  in_shape = util.shape(a)
+  dt = util.check_dtype(dtype, name)
+  if dt is None:
+    dt = util.dtype_of(a)
+    if promote_integers:
+      dt = _promote_integer(dt)
+  comp = np.dtype(np.float32) if upcast_f16 and dt in _low_precision else dt
+  a = util.convert(a, comp, False)  # reductions of weakly typed values are strong, as in JAX
+  if where is not None:
+    if identity is None:
+      raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
+                       "where mask one has to specify 'initial'")
+    a = ufuncs.where(where, a, util.convert(identity, comp, False))
+  if identity is None and initial is None and builtins.any(in_shape[d] == 0 for d in dims):
+    raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+  fn = bool_fn if (bool_fn is not None and comp == np.bool_) else lax_fn
+  out = fn(a, dims) if dims else a
+  if initial is not None:
+    out = combine(out, util.convert(initial, comp, False))
+  out = util.convert(out, dt, False) if util.dtype_of(out) != dt else out
+  if keepdims:
+    out = util.reshape(out, _keepdims_shape(in_shape, dims))
+  return out
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
+  """Sum of array elements over `axis` (all axes by default)."""
+  _no_out(out, "sum")
+  return _reduce("sum", a, axis, dtype, keepdims, lax_red.reduce_sum,
+                 bool_fn=lax_red.reduce_or, promote_integers=promote_integers,
+                 upcast_f16=True, identity=0, initial=initial, where=where,
+                 combine=ufuncs.add)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
+  """Product of array elements over `axis`."""
+  _no_out(out, "prod")
+  return _reduce("prod", a, axis, dtype, keepdims, lax_red.reduce_prod,
+                 bool_fn=lax_red.reduce_and, promote_integers=promote_integers,
+                 upcast_f16=True, identity=1, initial=initial, where=where,
+                 combine=ufuncs.multiply)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  """Maximum over `axis` (NaNs propagate)."""
+  _no_out(out, "max")
+  return _reduce("max", a, axis, None, keepdims, lax_red.reduce_max,
+                 bool_fn=lax_red.reduce_or, initial=initial, where=where,
+                 identity=None if where is None else initial, combine=ufuncs.maximum)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  """Minimum over `axis` (NaNs propagate)."""
+  _no_out(out, "min")
+  return _reduce("min", a, axis, None, keepdims, lax_red.reduce_min,
+                 bool_fn=lax_red.reduce_and, initial=initial, where=where,
+                 identity=None if where is None else initial, combine=ufuncs.minimum)
+
+
+amax, amin = max, min
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=None):
+  """True if all elements along `axis` are nonzero."""
+  _no_out(out, "all")
+  a = ufuncs._to_bool(util.to_array(a))
+  return _reduce("all", a, axis, None, keepdims, lax_red.reduce_and, identity=True,
+                 where=where)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+  """True if any element along `axis` is nonzero."""
+  _no_out(out, "any")
+  a = ufuncs._to_bool(util.to_array(a))
+  return _reduce("any", a, axis, None, keepdims, lax_red.reduce_or, identity=False,
+                 where=where)
+
+
+alltrue, sometrue, product = all, any, prod
+
+
+def _no_out(out, name):
+  if out is not None:
+    raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
+def _count(a, dims, where):
+  """The number of elements reduced over `dims` (a Python int unless masked)."""
+  shp = util.shape(a)
+  if where is None:
+    return int(np.prod([shp[d] for d in dims], dtype=np.int64))
+  mask = util.broadcast_to(util.to_array(where), shp)
+  return sum(mask, axis=dims, keepdims=True, dtype=dtypes.default_int_dtype())
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+  """Arithmetic mean over `axis` (integers average to floats)."""
+  _no_out(out, "mean")
+  a, dims = _prepare("mean", a, axis)
+  dt = util.check_dtype(dtype, "mean") or dtypes.to_inexact_dtype(util.dtype_of(a))
+  comp = np.dtype(np.float32) if dt in _low_precision else dt
+  total = sum(a, dims, dtype=comp, keepdims=True, where=where)
+  n = _count(a, dims, where)
+  out = ufuncs.true_divide(total, util.convert(n, comp, False))
+  out = util.convert(out, dt, False)
+  return out if keepdims else util.reshape(out, _drop_dims(util.shape(out), dims))
+
+
+def _drop_dims(shape, dims):
+  return tuple(d for i, d in enumerate(shape) if i not in dims)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+  """Variance over `axis`, normalized by N - ddof (complex inputs give real variances)."""
+  _no_out(out, "var")
+  if correction is not None:
+    ddof = correction
+  a, dims = _prepare("var", a, axis)
+  a_dt = util.dtype_of(a)
+  comp = dtypes.to_inexact_dtype(a_dt)
+  if comp in _low_precision:
+    comp = np.dtype(np.float32)
+  dt = util.check_dtype(dtype, "var") or dtypes.to_real_dtype(dtypes.to_inexact_dtype(a_dt))
+  a = util.convert(a, comp, False)
+  centered = ufuncs.subtract(a, mean(a, dims, keepdims=True, where=where))
+  if dtypes.is_complex(comp):
+    centered = lax_ew.real(lax_ew.mul(centered, lax_ew.conj(centered)))
+  else:
+    centered = lax_ew.mul(centered, centered)
+  total = sum(centered, dims, keepdims=True, where=where)
+  n = _count(a, dims, where)  # an int, or a keepdims array of counts under a mask
+  real_comp = util.dtype_of(total)
+  normalizer = (util.convert(n - ddof, real_comp, False) if type(n) is int
+                else util.convert(ufuncs.subtract(n, ddof), real_comp, False))
+  out = util.convert(ufuncs.true_divide(total, normalizer), dt, False)
+  return out if keepdims else util.reshape(out, _drop_dims(util.shape(out), dims))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+  """Standard deviation over `axis`: sqrt(var(...))."""
+  _no_out(out, "std")
+  return ufuncs.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where,
+                         correction=correction))
+
+
+def _arg_reduce(name, lax_fn, a, axis, keepdims):
+  util.check_arraylike_or_list(name, a)
+  a = util.to_array(a)
+  if axis is None:
+    shp = util.shape(a)
+    a = util.reshape(a, (int(np.prod(shp, dtype=np.int64)),))
+    ax = 0
+  else:
+    shp = util.shape(a)
+    ax = util.canonicalize_axis(axis, util.ndim(a))
+  if util.shape(a)[ax] == 0:
+    raise ValueError(f"attempt to get {name} of an empty sequence")
+  out = lax_fn(a, ax, dtypes.default_int_dtype())
+  if keepdims:
+    out = util.reshape(out, (1,) * len(shp) if axis is None else _keepdims_shape(shp, (ax,)))
+  return out
+
+
+def argmax(a, axis=None, out=None, keepdims=False):
+  """Indices of the maximum values along `axis` (of the flattened array if None)."""
+  _no_out(out, "argmax")
+  return _arg_reduce("argmax", lax_red.argmax, a, axis, keepdims)
+
+
+def argmin(a, axis=None, out=None, keepdims=False):
+  """Indices of the minimum values along `axis` (of the flattened array if None)."""
+  _no_out(out, "argmin")
+  return _arg_reduce("argmin", lax_red.argmin, a, axis, keepdims)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+  """The number of nonzero elements along `axis`."""
+  a = util.to_array(a)
+  return sum(ufuncs.not_equal(a, util.convert(0, util.dtype_of(a), False)), axis=axis,
+             dtype=dtypes.default_int_dtype(), keepdims=keepdims)
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+  """Range of values (max - min) along `axis`."""
+  _no_out(out, "ptp")
+  return ufuncs.subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+  """Weighted average along `axis` (`mean` when there are no weights)."""
+  if weights is None:
+    avg = mean(a, axis, keepdims=keepdims)
+    if not returned:
+      return avg
+    from tracejax._src.numpy import creation
+    a = util.to_array(a)
+    count = _count(a, util.canonicalize_axes(axis, util.ndim(a)), None)
+    return avg, creation.full(util.shape(avg), count, util.dtype_of(avg))
+  a, weights = util.promote_dtypes_inexact(a, weights)
+  a, weights = util.to_array(a), util.to_array(weights)
+  if util.shape(a) != util.shape(weights):
+    if axis is None or util.ndim(weights) != 1:
+      raise ValueError("Axis must be specified when shapes of a and weights differ, and "
+                       "1-D weights then.")
+    ax = util.canonicalize_axis(axis, util.ndim(a))
+    if util.shape(weights)[0] != util.shape(a)[ax]:
+      raise ValueError("Length of weights not compatible with specified axis.")
+    shp = [1] * util.ndim(a)
+    shp[ax] = util.shape(weights)[0]
+    weights = util.broadcast_to(util.reshape(weights, shp), util.shape(a))
+  wsum = sum(weights, axis, keepdims=keepdims)
+  avg = ufuncs.true_divide(sum(ufuncs.multiply(a, weights), axis, keepdims=keepdims), wsum)
+  return (avg, wsum) if returned else avg
+
+
+# ---- NaN-ignoring reductions ----
+
+def _nan_replaced(a, value):
+  a = util.to_array(a)
+  if not dtypes.is_inexact(util.dtype_of(a)):
+    return a
+  return ufuncs.where(ufuncs.isnan(a), util.convert(value, util.dtype_of(a), False), a)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+  """Sum treating NaNs as zero."""
+  return sum(_nan_replaced(a, 0), axis, dtype, out, keepdims)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
+  """Product treating NaNs as one."""
+  return prod(_nan_replaced(a, 1), axis, dtype, out, keepdims)
+
+
+def nanmax(a, axis=None, out=None, keepdims=False):
+  """Maximum ignoring NaNs (NaN where a slice is all NaN)."""
+  a = util.to_array(a)
+  if not dtypes.is_inexact(util.dtype_of(a)):
+    return max(a, axis, out, keepdims)
+  out_ = max(_nan_replaced(a, -np.inf), axis, out, keepdims)
+  all_nan = all(ufuncs.isnan(a), axis, keepdims=keepdims)
+  return ufuncs.where(all_nan, util.convert(np.nan, util.dtype_of(a), False), out_)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False):
+  """Minimum ignoring NaNs (NaN where a slice is all NaN)."""
+  a = util.to_array(a)
+  if not dtypes.is_inexact(util.dtype_of(a)):
+    return min(a, axis, out, keepdims)
+  out_ = min(_nan_replaced(a, np.inf), axis, out, keepdims)
+  all_nan = all(ufuncs.isnan(a), axis, keepdims=keepdims)
+  return ufuncs.where(all_nan, util.convert(np.nan, util.dtype_of(a), False), out_)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+  """Mean over the non-NaN elements."""
+  _no_out(out, "nanmean")
+  a = util.to_array(a)
+  if not dtypes.is_inexact(util.dtype_of(a)):
+    return mean(a, axis, dtype, None, keepdims)
+  dt = util.check_dtype(dtype, "nanmean") or util.dtype_of(a)
+  total = nansum(a, axis, dtype=dt, keepdims=keepdims)
+  count = sum(ufuncs.logical_not(ufuncs.isnan(a)), axis, dtype=dt, keepdims=keepdims)
+  return ufuncs.true_divide(total, count)
+
+
+# ---- cumulative reductions ----
+
+def _cumulative(name, a, axis, dtype, op, identity, promote_bool):
+  """A prefix scan along one axis in log2(n) shifted combines (Hillis-Steele).
+
+  Unlike `sum`, integers keep their dtype (as in JAX); bools count in the
+  default integer type for cumsum and cumprod.
+  """
+  util.check_arraylike_or_list(name, a)
+  a = util.to_array(a)
+  if axis is None:
+    a = util.reshape(a, (int(np.prod(util.shape(a), dtype=np.int64)),))
+    axis = 0
+  axis = util.canonicalize_axis(axis, util.ndim(a))
+  dt = util.check_dtype(dtype, name)
+  if dt is None:
+    dt = util.dtype_of(a)
+    if dt == np.bool_ and promote_bool:
+      dt = dtypes.default_int_dtype()
+  a = util.convert(a, dt, False)
+  shp = util.shape(a)
+  n = shp[axis]
+  shift = 1
+  while shift < n:
+    pad_shape = list(shp)
+    pad_shape[axis] = shift
+    pad = creation.full(pad_shape, identity(dt), dt)
+    start, limit = [0] * len(shp), list(shp)
+    limit[axis] = n - shift
+    head = lax_slicing.slice(a, tuple(start), tuple(limit), None)
+    a = op(a, structural.concatenate([pad, head], axis))
+    shift *= 2
+  return a
+
+
+def _sum_identity(dt):
+  return False if dt == np.bool_ else 0
+
+
+def _prod_identity(dt):
+  return True if dt == np.bool_ else 1
+
+
+def _max_identity(dt):
+  if dtypes.is_floating(dt):
+    return -np.inf
+  if dt == np.bool_:
+    return False
+  return dtypes.iinfo(dt).min
+
+
+def _min_identity(dt):
+  if dtypes.is_floating(dt):
+    return np.inf
+  if dt == np.bool_:
+    return True
+  return dtypes.iinfo(dt).max
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+  """Cumulative sum along `axis` (of the flattened array if None)."""
+  _no_out(out, "cumsum")
+  return _cumulative("cumsum", a, axis, dtype, ufuncs.add, _sum_identity, True)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+  """Cumulative product along `axis` (of the flattened array if None)."""
+  _no_out(out, "cumprod")
+  return _cumulative("cumprod", a, axis, dtype, ufuncs.multiply, _prod_identity, True)
+
+
+def cummax(a, axis=None, dtype=None):
+  """Cumulative maximum along `axis`."""
+  return _cumulative("cummax", a, axis, dtype, ufuncs.maximum, _max_identity, False)
+
+
+def cummin(a, axis=None, dtype=None):
+  """Cumulative minimum along `axis`."""
+  return _cumulative("cummin", a, axis, dtype, ufuncs.minimum, _min_identity, False)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+  """Cumulative sum treating NaNs as zero."""
+  return cumsum(_nan_replaced(a, 0), axis, dtype, out)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+  """Cumulative product treating NaNs as one."""
+  return cumprod(_nan_replaced(a, 1), axis, dtype, out)
+
+
+cumulative_sum = cumsum
+cumproduct = cumprod

@@ -1,0 +1,759 @@
+"""Elementwise functions of jax.numpy, with NumPy broadcasting and JAX's type promotion.
+
+Each function promotes its arguments (`util.promote_args*`) and then binds
+lax primitives, which are strict. Results are device arrays even for NumPy
+or Python scalar inputs (C-S11).
+"""
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src.lax import elementwise as lax
+from tracejax._src.numpy import util
+
+
+def _constant_like(x, value):
+  """A (strongly typed) host scalar of `x`'s dtype: it stages as an inline literal."""
+  return util.convert(value, util.dtype_of(x), False)
+
+
+def _dtype(x):
+  return util.dtype_of(x)
+
+
+def _unary(name, lax_fn, inexact=False, doc=None):
+  """A jnp function applying one lax primitive after (inexact) promotion."""
+  promote = util.promote_args_inexact if inexact else util.promote_args
+
+  def fn(x, /):
+    x, = promote(name, x)
+    return lax_fn(x)
+  fn.__name__ = fn.__qualname__ = name
+  fn.__doc__ = doc or f"Elementwise {name} of `x` (NumPy's `{name}`)."
+  return fn
+
+
+def _binary(name, lax_fn, inexact=False, doc=None):
+  """A jnp function applying one binary lax primitive after promotion and broadcasting."""
+  promote = util.promote_args_inexact if inexact else util.promote_args
+
+  def fn(x1, x2, /):
+    x1, x2 = promote(name, x1, x2)
+    return lax_fn(x1, x2)
+  fn.__name__ = fn.__qualname__ = name
+  fn.__doc__ = doc or f"Elementwise {name} of `x1` and `x2`, with NumPy broadcasting."
+  return fn
+
+
+# ---- arithmetic ----
+
+subtract = _binary("subtract", lax.sub, doc="Subtract arguments elementwise.")
+true_divide = _binary("true_divide", lax.div, inexact=True,
+                      doc="True division elementwise; integers divide to floats.")
+divide = true_divide
+maximum = _binary("maximum", lax.max, doc="Elementwise maximum (NaNs propagate).")
+minimum = _binary("minimum", lax.min, doc="Elementwise minimum (NaNs propagate).")
+arctan2 = _binary("arctan2", lax.atan2, inexact=True,
+                  doc="Elementwise arc tangent of x1/x2, choosing the quadrant correctly.")
+nextafter = _binary("nextafter", lax.nextafter, inexact=True,
+                    doc="The next floating-point value after x1 towards x2.")
+
+
+def add(x1, x2, /):
+  """Add arguments elementwise (for bools: logical or, as in NumPy)."""
+  x1, x2 = util.promote_args("add", x1, x2)
+  if _dtype(x1) == np.bool_:
+    return lax.bitwise_or(x1, x2)
+  return lax.add(x1, x2)
+
+
+def multiply(x1, x2, /):
+  """Multiply arguments elementwise (for bools: logical and)."""
+  x1, x2 = util.promote_args("multiply", x1, x2)
+  if _dtype(x1) == np.bool_:
+    return lax.bitwise_and(x1, x2)
+  return lax.mul(x1, x2)
+
+
+def negative(x, /):
+  """Numerical negative elementwise."""
+  x, = util.promote_args("negative", x)
+  return lax.neg(x)
+
+
+def positive(x, /):
+  """Numerical positive elementwise: a device array equal to `x`."""
+  x, = util.promote_args("positive", x)
+  return util.to_array(x)
+
+
+def floor_divide(x1, x2, /):
+  """Elementwise floor(x1 / x2), with Python's rounding for negative operands."""
+  x1, x2 = util.promote_args_numeric("floor_divide", x1, x2)
+  dt = _dtype(x1)
+  if dtypes.is_unsigned(dt):
+    return lax.div(x1, x2)
+  if dtypes.is_integer(dt):
+    quotient = lax.div(x1, x2)
+    # C division truncates; step down when the signs differ and there is a remainder.
+    select = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)),
+                             lax.ne(lax.rem(x1, x2), _constant_like(x1, 0)))
+    return _select(select, lax.sub(quotient, _constant_like(quotient, 1)), quotient)
+  if dtypes.is_complex(dt):
+    raise TypeError("floor_divide does not support complex-valued inputs")
+  return _float_divmod(x1, x2)[0]
+
+
+def _float_divmod(x1, x2):
+  """(floor(x1 / x2), x1 mod x2) for floats, as NumPy computes them."""
+  mod = lax.rem(x1, x2)
+  div = lax.div(lax.sub(x1, mod), x2)
+  ind = lax.bitwise_and(lax.ne(mod, _constant_like(mod, 0)),
+                        lax.ne(lax.sign(x2), lax.sign(mod)))
+  mod = _select(ind, lax.add(mod, x2), mod)
+  div = _select(ind, lax.sub(div, _constant_like(div, 1)), div)
+  return _round_half_even(div), mod
+
+
+def remainder(x1, x2, /):
+  """Elementwise remainder with the sign of the divisor (Python's `%`)."""
+  x1, x2 = util.promote_args_numeric("remainder", x1, x2)
+  if dtypes.is_complex(_dtype(x1)):
+    raise TypeError("remainder does not support complex-valued inputs")
+  trunc_mod = lax.rem(x1, x2)
+  zero = _constant_like(trunc_mod, 0)
+  # C's remainder has the dividend's sign; add the divisor when the signs differ.
+  do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, _constant_like(x2, 0))),
+                            lax.ne(trunc_mod, zero))
+  return _select(do_plus, lax.add(trunc_mod, x2), trunc_mod)
+
+
+mod = remainder
+
+
+def fmod(x1, x2, /):
+  """Elementwise C-style remainder (the sign of the dividend)."""
+  x1, x2 = util.promote_args_numeric("fmod", x1, x2)
+  return lax.rem(x1, x2)
+
+
+def divmod(x1, x2, /):
+  """(floor_divide(x1, x2), remainder(x1, x2))."""
+  x1, x2 = util.promote_args_numeric("divmod", x1, x2)
+  if dtypes.is_floating(_dtype(x1)):
+    return _float_divmod(x1, x2)
+  return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def power(x1, x2, /):
+  """First array elements raised to powers from the second, elementwise.
+
+  A Python int exponent stages as `integer_pow` (exact, and cheap to
+  differentiate); integer arrays use binary exponentiation.
+  """
+  util.check_arraylike_or_list("power", x1, x2)
+  if type(x2) is int or isinstance(x2, np.integer):
+    x1, = util.promote_dtypes_numeric(x1)
+    if dtypes.is_integer(_dtype(x1)) and x2 < 0:
+      raise ValueError("Integers cannot be raised to negative powers.")
+    return lax.integer_pow(util.to_array(x1), int(x2))
+  x1, x2 = util.promote_args_numeric("power", x1, x2)
+  dt = _dtype(x1)
+  if dtypes.is_integer(dt):
+    return _pow_int_int(x1, x2)
+  return lax.pow(x1, x2)
+
+
+def _pow_int_int(x1, x2):
+  """Integer power by repeated squaring (6 bits suffice: bigger exponents overflow)."""
+  acc = util.convert(1, _dtype(x1), False)
+  acc = util.broadcast_to(util.to_array(acc), util.shape(x1))
+  one = _constant_like(x2, 1)
+  for _ in range(6):
+    acc = _select(lax.eq(lax.bitwise_and(x2, one), one), lax.mul(acc, x1), acc)
+    x1 = lax.mul(x1, x1)
+    x2 = lax.shift_right_logical(x2, one)
+  return acc
+
+
+def float_power(x1, x2, /):
+  """x1 ** x2 computed in the widest available float type."""
+  x1, x2 = util.promote_args_inexact("float_power", x1, x2)
+  return lax.pow(x1, x2)
+
+
+def fabs(x, /):
+  """Absolute value elementwise, as a float (complex inputs are not allowed)."""
+  x, = util.promote_args_inexact("fabs", x)
+  if dtypes.is_complex(_dtype(x)):
+    raise TypeError("ufunc 'fabs' does not support complex dtypes")
+  return lax.abs(x)
+
+
+def absolute(x, /):
+  """Absolute value elementwise (complex inputs give their real magnitude)."""
+  x, = util.promote_args("absolute", x)
+  dt = _dtype(x)
+  if dt == np.bool_ or dtypes.is_unsigned(dt):
+    return util.to_array(x)
+  return lax.abs(x)
+
+
+abs = absolute
+
+
+def sign(x, /):
+  """-1, 0 or 1 according to the sign of `x` (z/|z| for complex)."""
+  x, = util.promote_args("sign", x)
+  return lax.sign(x)
+
+
+def sqrt(x, /):
+  """Non-negative square root elementwise."""
+  x, = util.promote_args_inexact("sqrt", x)
+  return lax.sqrt(x)
+
+
+def cbrt(x, /):
+  """Cube root elementwise."""
+  x, = util.promote_args_inexact("cbrt", x)
+  return lax.cbrt(x)
+
+
+def square(x, /):
+  """x * x elementwise."""
+  x, = util.promote_args_numeric("square", x)
+  return lax.integer_pow(util.to_array(x), 2)
+
+
+def reciprocal(x, /):
+  """1 / x elementwise (integers give floats)."""
+  x, = util.promote_args_inexact("reciprocal", x)
+  return lax.integer_pow(util.to_array(x), -1)
+
+
+# ---- exponents, logarithms, trigonometry ----
+
+exp = _unary("exp", lax.exp, inexact=True, doc="Exponential elementwise.")
+expm1 = _unary("expm1", lax.expm1, inexact=True, doc="exp(x) - 1 elementwise.")
+log = _unary("log", lax.log, inexact=True, doc="Natural logarithm elementwise.")
+log1p = _unary("log1p", lax.log1p, inexact=True, doc="log(1 + x) elementwise.")
+sin = _unary("sin", lax.sin, inexact=True, doc="Trigonometric sine elementwise.")
+cos = _unary("cos", lax.cos, inexact=True, doc="Cosine elementwise.")
+tan = _unary("tan", lax.tan, inexact=True, doc="Tangent elementwise.")
+arcsin = _unary("arcsin", lax.asin, inexact=True, doc="Inverse sine elementwise.")
+arccos = _unary("arccos", lax.acos, inexact=True, doc="Inverse cosine elementwise.")
+arctan = _unary("arctan", lax.atan, inexact=True, doc="Inverse tangent elementwise.")
+sinh = _unary("sinh", lax.sinh, inexact=True, doc="Hyperbolic sine elementwise.")
+cosh = _unary("cosh", lax.cosh, inexact=True, doc="Hyperbolic cosine elementwise.")
+tanh = _unary("tanh", lax.tanh, inexact=True, doc="Hyperbolic tangent elementwise.")
+arcsinh = _unary("arcsinh", lax.asinh, inexact=True, doc="Inverse hyperbolic sine elementwise.")
+arccosh = _unary("arccosh", lax.acosh, inexact=True, doc="Inverse hyperbolic cosine elementwise.")
+arctanh = _unary("arctanh", lax.atanh, inexact=True, doc="Inverse hyperbolic tangent elementwise.")
+
+
+def exp2(x, /):
+  """2 ** x elementwise."""
+  x, = util.promote_args_inexact("exp2", x)
+  return lax.exp(lax.mul(_constant_like(x, np.log(2)), x))
+
+
+def log2(x, /):
+  """Base-2 logarithm elementwise."""
+  x, = util.promote_args_inexact("log2", x)
+  return lax.div(lax.log(x), lax.log(_constant_like(x, 2)))
+
+
+def log10(x, /):
+  """Base-10 logarithm elementwise."""
+  x, = util.promote_args_inexact("log10", x)
+  return lax.div(lax.log(x), lax.log(_constant_like(x, 10)))
+
+
+def logaddexp(x1, x2, /):
+  """log(exp(x1) + exp(x2)), computed without overflow."""
+  x1, x2 = util.promote_args_inexact("logaddexp", x1, x2)
+  amax = lax.max(x1, x2)
+  delta = lax.sub(x1, x2)
+  # delta is NaN when both are the same infinity: the answer is then that infinity.
+  return _select(isnan(delta), lax.add(x1, x2),
+                 lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+
+
+def logaddexp2(x1, x2, /):
+  """log2(2**x1 + 2**x2), computed without overflow."""
+  x1, x2 = util.promote_args_inexact("logaddexp2", x1, x2)
+  amax = lax.max(x1, x2)
+  delta = lax.sub(x1, x2)
+  ln2 = _constant_like(x1, np.log(2))
+  tail = lax.div(lax.log1p(lax.exp(lax.mul(ln2, lax.neg(lax.abs(delta))))), ln2)
+  return _select(isnan(delta), lax.add(x1, x2), lax.add(amax, tail))
+
+
+def deg2rad(x, /):
+  """Degrees to radians."""
+  x, = util.promote_args_inexact("deg2rad", x)
+  return lax.mul(x, _constant_like(x, np.pi / 180))
+
+
+def rad2deg(x, /):
+  """Radians to degrees."""
+  x, = util.promote_args_inexact("rad2deg", x)
+  return lax.mul(x, _constant_like(x, 180 / np.pi))
+
+
+radians = deg2rad
+degrees = rad2deg
+
+
+def hypot(x1, x2, /):
+  """sqrt(x1**2 + x2**2) elementwise, without intermediate overflow."""
+  x1, x2 = util.promote_args_inexact("hypot", x1, x2)
+  x1, x2 = lax.abs(x1), lax.abs(x2)
+  idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
+  x1, x2 = lax.max(x1, x2), lax.min(x1, x2)
+  is_zero = lax.eq(x1, _constant_like(x1, 0))
+  safe = _select(is_zero, lax.add(x1, _constant_like(x1, 1)), x1)
+  ratio = lax.div(x2, safe)
+  x = _select(is_zero, x1, lax.mul(x1, lax.sqrt(lax.add(_constant_like(x1, 1),
+                                                        lax.mul(ratio, ratio)))))
+  return _select(idx_inf, _constant_like(x, np.inf), x)
+
+
+def sinc(x, /):
+  """sin(pi x) / (pi x), with sinc(0) = 1."""
+  x, = util.promote_args_inexact("sinc", x)
+  eq_zero = lax.eq(x, _constant_like(x, 0))
+  pi_x = lax.mul(_constant_like(x, np.pi), x)
+  safe = _select(eq_zero, lax.add(pi_x, _constant_like(x, 1)), pi_x)
+  return _select(eq_zero, _constant_like(x, 1), lax.div(lax.sin(safe), safe))
+
+
+# ---- rounding ----
+
+def _round_half_even(x):
+  return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def floor(x, /):
+  """Floor elementwise (integers are returned unchanged)."""
+  x, = util.promote_args("floor", x)
+  if not dtypes.is_inexact(_dtype(x)):
+    return util.to_array(x)
+  return lax.floor(x)
+
+
+def ceil(x, /):
+  """Ceiling elementwise (integers are returned unchanged)."""
+  x, = util.promote_args("ceil", x)
+  if not dtypes.is_inexact(_dtype(x)):
+    return util.to_array(x)
+  return lax.ceil(x)
+
+
+def trunc(x, /):
+  """Round towards zero elementwise."""
+  x, = util.promote_args("trunc", x)
+  if not dtypes.is_inexact(_dtype(x)):
+    return util.to_array(x)
+  return _select(lax.lt(x, _constant_like(x, 0)), lax.ceil(x), lax.floor(x))
+
+
+def fix(x, out=None):
+  """Round towards zero elementwise."""
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.fix is not supported.")
+  return trunc(x)
+
+
+def rint(x, /):
+  """Round to the nearest integer, halves to even (integers become floats, as in NumPy)."""
+  x, = util.promote_args("rint", x)
+  dt = _dtype(x)
+  if not dtypes.is_inexact(dt):
+    return util.to_array(util.convert(x, dtypes.default_float_dtype(), False))
+  if dtypes.is_complex(dt):
+    return lax.complex(_round_half_even(lax.real(x)), _round_half_even(lax.imag(x)))
+  return _round_half_even(x)
+
+
+def round(a, decimals=0, out=None):
+  """Round to `decimals` decimals, halves to even (NumPy's `around`)."""
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+  a, = util.promote_args("round", a)
+  decimals = util.concrete_int(decimals, "'decimals' argument of jnp.round")
+  dt = _dtype(a)
+  if not dtypes.is_inexact(dt):
+    if decimals < 0:
+      raise NotImplementedError("integer np.round not implemented for decimals < 0")
+    return util.to_array(a)
+
+  def round_real(x):
+    if decimals == 0:
+      return _round_half_even(x)
+    # float16 loses too much scaling by powers of ten: compute in float32.
+    comp = np.dtype(np.float32) if _dtype(x) in (np.float16, dtypes.bfloat16) else _dtype(x)
+    xc = util.convert(x, comp, False)
+    factor = util.convert(10.0 ** decimals, comp, False)
+    out = lax.div(_round_half_even(lax.mul(xc, factor)), factor)
+    return util.convert(out, _dtype(x), False)
+
+  if dtypes.is_complex(dt):
+    return lax.complex(round_real(lax.real(a)), round_real(lax.imag(a)))
+  return round_real(a)
+
+
+around = round
+round_ = round
+
+
+# ---- comparisons and logic ----
+
+equal = _binary("equal", lax.eq, doc="(x1 == x2) elementwise.")
+not_equal = _binary("not_equal", lax.ne, doc="(x1 != x2) elementwise.")
+less = _binary("less", lax.lt, doc="(x1 < x2) elementwise.")
+less_equal = _binary("less_equal", lax.le, doc="(x1 <= x2) elementwise.")
+greater = _binary("greater", lax.gt, doc="(x1 > x2) elementwise.")
+greater_equal = _binary("greater_equal", lax.ge, doc="(x1 >= x2) elementwise.")
+bitwise_and = _binary("bitwise_and", lax.bitwise_and, doc="Bitwise AND elementwise.")
+bitwise_or = _binary("bitwise_or", lax.bitwise_or, doc="Bitwise OR elementwise.")
+bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor, doc="Bitwise XOR elementwise.")
+bitwise_not = _unary("bitwise_not", lax.bitwise_not, doc="Bitwise NOT elementwise.")
+invert = bitwise_not
+
+
+def _to_bool(x):
+  return x if _dtype(x) == np.bool_ else lax.ne(x, _constant_like(x, 0))
+
+
+def logical_and(x1, x2, /):
+  """Truth value of x1 AND x2 elementwise."""
+  x1, x2 = util.promote_args("logical_and", x1, x2)
+  return lax.bitwise_and(_to_bool(x1), _to_bool(x2))
+
+
+def logical_or(x1, x2, /):
+  """Truth value of x1 OR x2 elementwise."""
+  x1, x2 = util.promote_args("logical_or", x1, x2)
+  return lax.bitwise_or(_to_bool(x1), _to_bool(x2))
+
+
+def logical_xor(x1, x2, /):
+  """Truth value of x1 XOR x2 elementwise."""
+  x1, x2 = util.promote_args("logical_xor", x1, x2)
+  return lax.bitwise_xor(_to_bool(x1), _to_bool(x2))
+
+
+def logical_not(x, /):
+  """Truth value of NOT x elementwise."""
+  x, = util.promote_args("logical_not", x)
+  return lax.bitwise_not(_to_bool(x))
+
+
+def left_shift(x1, x2, /):
+  """Shift the bits of an integer to the left."""
+  x1, x2 = util.promote_args_numeric("left_shift", x1, x2)
+  return lax.shift_left(x1, x2)
+
+
+def right_shift(x1, x2, /):
+  """Shift the bits of an integer to the right (arithmetic for signed types)."""
+  x1, x2 = util.promote_args_numeric("right_shift", x1, x2)
+  if dtypes.is_unsigned(_dtype(x1)):
+    return lax.shift_right_logical(x1, x2)
+  return lax.shift_right_arithmetic(x1, x2)
+
+
+# ---- floating-point classification ----
+
+def _full_like_bool(x, value):
+  from tracejax._src.numpy import creation
+  return creation.full(util.shape(x), value, np.bool_)
+
+
+def isfinite(x, /):
+  """True where `x` is neither infinite nor NaN."""
+  x, = util.promote_args("isfinite", x)
+  dt = _dtype(x)
+  if dtypes.is_floating(dt):
+    return lax.is_finite(x)
+  if dtypes.is_complex(dt):
+    return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+  return _full_like_bool(x, True)
+
+
+def isinf(x, /):
+  """True where `x` is positive or negative infinity."""
+  x, = util.promote_args("isinf", x)
+  dt = _dtype(x)
+  if dtypes.is_floating(dt):
+    return lax.eq(lax.abs(x), _constant_like(x, np.inf))
+  if dtypes.is_complex(dt):
+    return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
+  return _full_like_bool(x, False)
+
+
+def _isposneginf(x, value):
+  x, = util.promote_args("isinf", x)
+  dt = _dtype(x)
+  if dtypes.is_complex(dt):
+    raise ValueError("isposinf/isneginf are not well defined for complex input")
+  if dtypes.is_floating(dt):
+    return lax.eq(x, _constant_like(x, value))
+  return _full_like_bool(x, False)
+
+
+def isposinf(x, /):
+  """True where `x` is +inf."""
+  return _isposneginf(x, np.inf)
+
+
+def isneginf(x, /):
+  """True where `x` is -inf."""
+  return _isposneginf(x, -np.inf)
+
+
+def isnan(x, /):
+  """True where `x` is NaN."""
+  x, = util.promote_args("isnan", x)
+  dt = _dtype(x)
+  if dtypes.is_floating(dt):
+    return lax.ne(x, x)
+  if dtypes.is_complex(dt):
+    return lax.bitwise_or(isnan(lax.real(x)), isnan(lax.imag(x)))
+  return _full_like_bool(x, False)
+
+
+def signbit(x, /):
+  """True where the sign bit is set (negative numbers, -0.0, negative NaNs)."""
+  x, = util.promote_args("signbit", x)
+  dt = _dtype(x)
+  if dtypes.is_signed(dt):
+    return lax.lt(x, _constant_like(x, 0))
+  if dt == np.bool_ or dtypes.is_unsigned(dt):
+    return _full_like_bool(x, False)
+  if not dtypes.is_floating(dt):
+    raise ValueError(f"jnp.signbit is not defined for dtype {dt}")
+  int_type = {2: np.int16, 4: np.int32, 8: np.int64}[dt.itemsize]
+  bits = lax.bitcast_convert_type(x, np.dtype(int_type))
+  return lax.lt(bits, _constant_like(bits, 0))
+
+
+def copysign(x1, x2, /):
+  """|x1| with the sign of x2, elementwise."""
+  x1, x2 = util.promote_args_inexact("copysign", x1, x2)
+  if dtypes.is_complex(_dtype(x1)):
+    raise TypeError("copysign does not support complex-valued inputs")
+  return _select(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
+
+
+def heaviside(x1, x2, /):
+  """0 where x1 < 0, 1 where x1 > 0, x2 where x1 == 0."""
+  x1, x2 = util.promote_args_inexact("heaviside", x1, x2)
+  zero = _constant_like(x1, 0)
+  return _select(lax.lt(x1, zero), zero,
+                 _select(lax.gt(x1, zero), _constant_like(x1, 1), x2))
+
+
+def fmax(x1, x2, /):
+  """Elementwise maximum that ignores NaNs (unless both are NaN)."""
+  x1, x2 = util.promote_args("fmax", x1, x2)
+  return _select(lax.bitwise_or(lax.gt(x1, x2), isnan(x2)), x1, x2)
+
+
+def fmin(x1, x2, /):
+  """Elementwise minimum that ignores NaNs (unless both are NaN)."""
+  x1, x2 = util.promote_args("fmin", x1, x2)
+  return _select(lax.bitwise_or(lax.lt(x1, x2), isnan(x2)), x1, x2)
+
+
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+  """Limit the values of `a` to [a_min, a_max] (either bound may be None)."""
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.clip is not supported.")
+  a_min = min if a_min is None else a_min
+  a_max = max if a_max is None else a_max
+  util.check_arraylike_or_list("clip", a)
+  if a_min is not None:
+    a = maximum(a_min, a)
+  if a_max is not None:
+    a = minimum(a_max, a)
+  return util.to_array(a)
+
+
+# ---- complex numbers ----
+
+def iscomplexobj(x):
+  """True if `x` has a complex dtype."""
+  if x is None:
+    return False
+  try:
+    return dtypes.is_complex(dtypes.dtype(x))
+  except (TypeError, ValueError):
+    return False
+
+
+def isrealobj(x):
+  """True if `x` does not have a complex dtype."""
+  return not iscomplexobj(x)
+
+
+def iscomplex(x):
+  """True where the element has a nonzero imaginary part."""
+  x = util.to_array(x)
+  if not iscomplexobj(x):
+    from tracejax._src.numpy import creation
+    return creation.zeros_like(x, dtype=np.bool_)
+  return lax.ne(lax.imag(x), _constant_like(lax.imag(x), 0))
+
+
+def isreal(x):
+  """True where the element has a zero imaginary part."""
+  return logical_not(iscomplex(x))
+
+
+def real(val, /):
+  """The real part (the value itself for real inputs)."""
+  val, = util.promote_args("real", val)
+  return lax.real(val) if iscomplexobj(val) else util.to_array(val)
+
+
+def imag(val, /):
+  """The imaginary part (zeros for real inputs)."""
+  val, = util.promote_args("imag", val)
+  if iscomplexobj(val):
+    return lax.imag(val)
+  from tracejax._src.numpy import creation
+  return creation.zeros_like(val)
+
+
+def conjugate(x, /):
+  """The complex conjugate (the value itself for real inputs)."""
+  x, = util.promote_args("conjugate", x)
+  return lax.conj(x) if iscomplexobj(x) else util.to_array(x)
+
+
+conj = conjugate
+
+
+def angle(z, deg=False):
+  """The counterclockwise angle from the positive real axis."""
+  z, = util.promote_args("angle", z)
+  if iscomplexobj(z):
+    re, im = lax.real(z), lax.imag(z)
+  else:
+    from tracejax._src.numpy import creation
+    z, = util.promote_dtypes_inexact(z)
+    re, im = z, creation.zeros_like(z)
+  out = lax.atan2(im, re)
+  return rad2deg(out) if deg else out
+
+
+# ---- selection and closeness ----
+
+def _select(pred, on_true, on_false):
+  """lax.select after broadcasting all three to the common shape (no policy checks)."""
+  shapes = [util.shape(pred), util.shape(on_true), util.shape(on_false)]
+  out_shape = util.broadcast_shapes(*shapes)
+  pred, on_true, on_false = (util.broadcast_to(x, out_shape) for x in (pred, on_true, on_false))
+  return lax.select(pred, on_true, on_false)
+
+
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+  """Elements of `x` where `condition` holds, else of `y`.
+
+  With only `condition`, the indices where it is nonzero (`nonzero`, which
+  needs a concrete value and so cannot be traced unless `size` is given).
+  """
+  if x is None and y is None:
+    from tracejax._src.numpy import searching
+    return searching.nonzero(condition, size=size, fill_value=fill_value)
+  if x is None or y is None:
+    raise ValueError("Either both or neither of the x and y arguments should be provided "
+                     f"to jax.numpy.where, got {x} and {y}.")
+  util.check_arraylike_or_list("where", condition, x, y)
+  condition = _to_bool(util.to_operand(condition))
+  x, y = util.promote_dtypes(x, y)
+  return _select(condition, x, y)
+
+
+def select(condlist, choicelist, default=0):
+  """Elements of the first choice whose condition holds (`default` where none does)."""
+  if len(condlist) != len(choicelist):
+    raise ValueError("list of cases must be same length as list of conditions")
+  if not condlist:
+    raise ValueError("condlist must be non-empty")
+  out = default
+  # Later conditions first, so the first true condition wins.
+  for cond, choice in reversed(list(zip(condlist, choicelist))):
+    out = where(cond, choice, out)
+  return util.to_array(out)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  """True where |a - b| <= atol + rtol * |b|, with NumPy's treatment of inf and NaN."""
+  a, b = util.promote_args("isclose", a, b)
+  dt = _dtype(a)
+  if not dtypes.is_inexact(dt):
+    return lax.eq(a, b)
+  real_dt = dtypes.to_real_dtype(dt)
+  rtol = util.convert(rtol, real_dt, False)
+  atol = util.convert(atol, real_dt, False)
+  out = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+  a_inf, b_inf = isinf(a), isinf(b)
+  any_inf = lax.bitwise_or(a_inf, b_inf)
+  both_inf = lax.bitwise_and(a_inf, b_inf)
+  out = lax.bitwise_and(out, lax.bitwise_not(any_inf))
+  out = lax.bitwise_or(out, lax.bitwise_and(both_inf, lax.eq(a, b)))
+  a_nan, b_nan = isnan(a), isnan(b)
+  out = lax.bitwise_and(out, lax.bitwise_not(lax.bitwise_or(a_nan, b_nan)))
+  if equal_nan:
+    out = lax.bitwise_or(out, lax.bitwise_and(a_nan, b_nan))
+  return out
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  """True (a bool array) if all elements of `a` and `b` are close."""
+  from tracejax._src.numpy import reductions
+  return reductions.all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+  """True if the arrays have the same shape and elements."""
+  from tracejax._src.numpy import reductions
+  a1, a2 = util.to_operand(a1), util.to_operand(a2)
+  if util.shape(a1) != util.shape(a2):
+    return np.bool_(False)
+  eq = equal(a1, a2)
+  if equal_nan:
+    eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+  return reductions.all(eq)
+
+
+def array_equiv(a1, a2):
+  """True if the arrays are broadcast-compatible and equal."""
+  from tracejax._src.numpy import reductions
+  a1, a2 = util.to_operand(a1), util.to_operand(a2)
+  try:
+    util.broadcast_shapes(util.shape(a1), util.shape(a2))
+  except ValueError:
+    return np.bool_(False)
+  return reductions.all(equal(a1, a2))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+  """Replace NaN by `nan` and infinities by `posinf`/`neginf` (default: the largest floats)."""
+  del copy
+  x, = util.promote_args("nan_to_num", x)
+  dt = _dtype(x)
+  if not dtypes.is_inexact(dt):
+    return util.to_array(x)
+  if dtypes.is_complex(dt):
+    return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                       nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+  info = dtypes.finfo(dt)
+  posinf = info.max if posinf is None else posinf
+  neginf = info.min if neginf is None else neginf
+  out = _select(isnan(x), util.convert(nan, dt, False), x)
+  out = _select(isposinf(out), util.convert(posinf, dt, False), out)
+  return _select(isneginf(out), util.convert(neginf, dt, False), out)

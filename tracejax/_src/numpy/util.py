@@ -1,0 +1,389 @@
+"""Argument handling for jax.numpy: conversion, dtype promotion and broadcasting.
+
+lax primitives are strict (one dtype, one shape, except rank-0 operands), so
+every NumPy convenience is applied here before a primitive is bound:
+
+* `promote_dtypes` applies JAX's promotion with weak types (C-S03, C-S16);
+* `promote_shapes` applies NumPy broadcasting under the rank-promotion policy
+  (C-S06). It is the only place where jax.numpy broadcasts implicitly.
+
+Python scalars are kept as scalars wherever possible, so a staged `x * 3.0`
+prints as `mul b 3.0` with an inline literal.
+"""
+import warnings
+
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src.config import config
+from tracejax._src.core.trace import Tracer
+from tracejax._src.lax import elementwise as lax_ew
+from tracejax._src.lax import structural
+from tracejax._src.runtime.array import Array
+
+_py_scalar_types = (bool, int, float, complex)
+_py_scalar_set = frozenset(_py_scalar_types)
+
+
+# ---- what counts as an array ----
+
+def is_array(x):
+  """True for device arrays and tracers: the values that live in the jax world."""
+  return isinstance(x, (Array, Tracer))
+
+
+def is_arraylike(x):
+  """True for anything a jnp function takes as an array argument."""
+  return (type(x) in _py_scalar_set or isinstance(x, (Array, Tracer, np.ndarray, np.generic))
+          or hasattr(x, "__jax_array__"))
+
+
+def check_arraylike(fun_name, *args):
+  """TypeError naming `fun_name` if an argument is not an array or scalar."""
+  for pos, a in enumerate(args):
+    if not is_arraylike(a):
+      raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got "
+                      f"{type(a)} at position {pos}.")
+
+
+def shape(x):
+  """The shape of an array-like value (works for tracers and Python scalars)."""
+  s = getattr(x, "shape", None)
+  if s is not None:
+    return tuple(s)
+  return np.shape(x)
+
+
+def ndim(x):
+  """The number of dimensions of an array-like value."""
+  return len(shape(x))
+
+
+def to_operand(x):
+  """`x` in a form lax accepts: arrays and Python scalars as they are, host values canonical.
+
+  NumPy values are narrowed on the host to their canonical dtype (float64 ->
+  float32 with x64 off); the primitive transfers them. Lists and tuples go
+  through `jnp.array`.
+  """
+  if type(x) in _py_scalar_set or isinstance(x, (Tracer, Array)):
+    return x
+  if isinstance(x, (np.ndarray, np.generic)):
+    dt = dtypes.canonicalize_dtype(x.dtype)
+    return x if x.dtype == dt else np.asarray(x, dt)
+  if isinstance(x, (list, tuple)):
+    from tracejax._src.numpy import creation  # creation builds on this module
+    return creation.array(x)
+  if hasattr(x, "__jax_array__"):
+    return to_operand(x.__jax_array__())
+  if hasattr(x, "__array__"):
+    return to_operand(np.asarray(x))
+  raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX array type.")
+
+
+def to_array(x):
+  """`x` as a device array or tracer (host values are transferred)."""
+  x = to_operand(x)
+  if isinstance(x, (Array, Tracer)):
+    return x
+  from tracejax._src.numpy import creation
+  return creation.asarray(x)
+
+
+# ---- dtypes ----
+
+def _weak_scalar_type_for(dtype):
+  """The Python type whose weak dtype is `dtype`, if there is one."""
+  for t in (int, float, complex):
+    if dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[t]) == dtype:
+      return t
+  return None
+
+
+def convert(x, dtype, weak_type=False):
+  """`x` converted to `dtype` (with the given weak-type flag), changing as little as possible.
+
+  Python scalars become a Python scalar (when the result is weak) or a NumPy
+  scalar of `dtype`, so they stay inline literals; host arrays are converted
+  on the host; device values get a `convert_element_type` only when their
+  dtype or weak type differ.
+  """
+  if not isinstance(dtype, np.dtype):
+    dtype = np.dtype(dtype)
+  t = type(x)
+  if t in _py_scalar_set:
+    if weak_type:
+      st = _weak_scalar_type_for(dtype)
+      if st is not None and (t is not complex or st is complex):
+        return st(x)
+      return convert_element_type(np.asarray(x, dtype), dtype, True)
+    return _host_scalar(x, dtype)
+  if isinstance(x, (np.ndarray, np.generic)):
+    return x if x.dtype == dtype else np.asarray(x, dtype)
+  aval = x.aval
+  if aval.dtype == dtype and aval.weak_type == bool(weak_type):
+    return x
+  return convert_element_type(x, dtype, weak_type)
+
+
+_host_scalar_cache = {}
+
+
+def _host_scalar(x, dtype):
+  """Python scalar `x` as a NumPy scalar of `dtype` (cached: the same constants recur)."""
+  key = (type(x), x, dtype)
+  try:
+    return _host_scalar_cache[key]
+  except (KeyError, TypeError):
+    pass
+  if dtype.kind in "iu" and not (np.iinfo(dtype).min <= x <= np.iinfo(dtype).max):
+    raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
+  with warnings.catch_warnings():
+    # NumPy warns on float overflow (1e40 -> inf in float32); so does no one else.
+    warnings.simplefilter("ignore", RuntimeWarning)
+    out = np.asarray(x, dtype)[()]
+  if len(_host_scalar_cache) > 4096:
+    _host_scalar_cache.clear()
+  _host_scalar_cache[key] = out
+  return out
+
+
+def convert_element_type(x, dtype, weak_type=False):
+  """`lax.convert_element_type` that also sets the result's weak type."""
+  return lax_ew._convert_element_type(x, np.dtype(dtype), weak_type=bool(weak_type))
+
+
+def _promotion_key(x):
+  """What promotion looks at in `x` (hashable), or None when it needs a closer look."""
+  t = type(x)
+  if t in _py_scalar_set:
+    return t
+  if t is Array or isinstance(x, Tracer):
+    aval = x.aval
+    return aval.dtype, aval.weak_type
+  return None
+
+
+_result_cache = {}
+
+
+def _result_dtype(args):
+  """(dtype, weak) that `args` promote to; cached on their dtypes, the hot path of every op."""
+  keys = tuple(_promotion_key(x) for x in args)
+  if None in keys:
+    return dtypes.result_type(*args, return_weak_type_flag=True)
+  key = (keys, config.jax_enable_x64)
+  out = _result_cache.get(key)
+  if out is None:
+    out = _result_cache[key] = dtypes.result_type(*args, return_weak_type_flag=True)
+  return out
+
+
+def _convert_all(args, to_dtype, weak):
+  return [convert(x, to_dtype, weak) for x in args]
+
+
+def promote_dtypes(*args):
+  """Convert `args` to their common dtype; the result is weak only if all are weak."""
+  args = [to_operand(x) for x in args]
+  if len(args) < 2:
+    return args
+  return _convert_all(args, *_result_dtype(args))
+
+
+def promote_dtypes_inexact(*args):
+  """Like `promote_dtypes`, but integer and bool results become the default float."""
+  args = [to_operand(x) for x in args]
+  to_dtype, weak = _result_dtype(args)
+  return _convert_all(args, dtypes.to_inexact_dtype(to_dtype), weak)
+
+
+def promote_dtypes_numeric(*args):
+  """Like `promote_dtypes`, but a bool result becomes the default int."""
+  args = [to_operand(x) for x in args]
+  to_dtype, weak = _result_dtype(args)
+  if to_dtype == np.bool_:
+    to_dtype = dtypes.default_int_dtype()
+  return _convert_all(args, to_dtype, weak)
+
+
+def dtype_of(x):
+  """The canonical dtype of an array-like value."""
+  return dtypes.dtype(x, canonicalize=True)
+
+
+def is_weak(x):
+  """True for Python scalars and weakly typed arrays/tracers."""
+  return dtypes.is_weakly_typed(x)
+
+
+def check_dtype(dtype, fun_name):
+  """The canonical np.dtype of a user's `dtype=` argument (None stays None)."""
+  if dtype is None:
+    return None
+  dtypes.check_user_dtype_supported(dtype, fun_name, stacklevel=user_stacklevel() + 1)
+  return dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+
+
+# ---- shapes ----
+
+_RANK_PROMOTION_DOC = "https://jax.readthedocs.io/en/latest/rank_promotion_warning.html"
+
+
+def broadcast_shapes(*shapes):
+  """NumPy's broadcast of `shapes`, with the 2020 error text on a mismatch.
+
+  >>> broadcast_shapes((4, 3), (3,))
+  (4, 3)
+  """
+  if len(shapes) == 1:
+    return tuple(shapes[0])
+  rank = max(len(s) for s in shapes)
+  padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+  out = []
+  for sizes in zip(*padded):
+    non1 = {d for d in sizes if d != 1}
+    if len(non1) > 1:
+      raise ValueError(f"Incompatible shapes for broadcasting: {tuple(padded)}")
+    out.append(non1.pop() if non1 else 1)
+  return tuple(out)
+
+
+def _check_rank_promotion(fun_name, shapes):
+  mode = config.jax_numpy_rank_promotion
+  if mode == "allow":
+    return
+  shapes_str = " ".join(str(tuple(s)) for s in shapes)
+  if mode == "warn":
+    # Attributed to the user's line, so Python's default filter shows it once per
+    # call site: "on the first occurrence".
+    warnings.warn(
+        f"Following NumPy automatic rank promotion for {fun_name} on shapes {shapes_str}. "
+        "Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
+        f"warning; for more information, see {_RANK_PROMOTION_DOC}.", UserWarning,
+        stacklevel=user_stacklevel())
+  else:
+    raise ValueError(
+        f"Operands could not be broadcast together for {fun_name} on shapes {shapes_str} "
+        "and with the config option jax_numpy_rank_promotion='raise'. For more "
+        f"information, see {_RANK_PROMOTION_DOC}.")
+
+
+def user_stacklevel():
+  """The `warnings.warn` stacklevel of the innermost frame outside tracejax's sources."""
+  import sys
+  frame, level = sys._getframe(1), 1
+  while frame is not None and frame.f_code.co_filename.startswith(_TRACEJAX_DIR):
+    frame, level = frame.f_back, level + 1
+  return level
+
+
+_TRACEJAX_DIR = __file__.rsplit("/_src/", 1)[0] + "/"
+
+
+def promote_shapes(fun_name, *args):
+  """Broadcast `args` to a common shape, applying the rank-promotion policy.
+
+  Rank-0 operands are left alone (lax broadcasts them), and promoting a
+  rank-0 operand is not rank promotion.
+  """
+  if len(args) < 2:
+    return list(args)
+  shapes = [shape(x) for x in args]
+  first = shapes[0]
+  if all(s == first for s in shapes[1:]):
+    return list(args)
+  nonscalar = [s for s in shapes if s]
+  if len({len(s) for s in nonscalar}) > 1:
+    _check_rank_promotion(fun_name, shapes)
+  out_shape = broadcast_shapes(*shapes)
+  return [x if (not s or s == out_shape) else broadcast_to(x, out_shape)
+          for x, s in zip(args, shapes)]
+
+
+def broadcast_to(x, out_shape):
+  """`x` broadcast to `out_shape` with one `broadcast_in_dim` (NumPy rules, no policy)."""
+  x = to_operand(x)
+  s = shape(x)
+  out_shape = tuple(out_shape)
+  if s == out_shape:
+    return x
+  lead = len(out_shape) - len(s)
+  if lead < 0 or any(d != 1 and d != o for d, o in zip(s, out_shape[lead:])):
+    raise ValueError(f"Incompatible shapes for broadcasting: {s} and requested shape "
+                     f"{out_shape}")
+  # Size-1 axes that are stretched are dropped first: broadcast_in_dim maps
+  # operand axes to equal-sized output axes only.
+  keep = [i for i, (d, o) in enumerate(zip(s, out_shape[lead:])) if d == o]
+  if len(keep) != len(s):
+    x = reshape(x, tuple(s[i] for i in keep))
+  if isinstance(x, np.generic):
+    x = np.asarray(x)  # a 0-d host array stages as an inline literal
+  return structural.broadcast_in_dim(x, out_shape, tuple(lead + i for i in keep))
+
+
+def reshape(x, new_shape):
+  """lax.reshape, skipped when the shape does not change (host values reshape on the host)."""
+  new_shape = tuple(new_shape)
+  if shape(x) == new_shape:
+    return x
+  if isinstance(x, (np.ndarray, np.generic)) or type(x) in _py_scalar_set:
+    return np.reshape(np.asarray(to_operand(x)), new_shape)
+  return structural.reshape(x, new_shape)
+
+
+def promote_args(fun_name, *args):
+  """Check, dtype-promote and broadcast the arguments of an n-ary jnp function."""
+  check_arraylike_or_list(fun_name, *args)
+  return promote_shapes(fun_name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(fun_name, *args):
+  """`promote_args` whose result dtype is inexact (for true_divide, sqrt of ints...)."""
+  check_arraylike_or_list(fun_name, *args)
+  return promote_shapes(fun_name, *promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(fun_name, *args):
+  """`promote_args` whose bool result becomes the default int (for arithmetic on bools)."""
+  check_arraylike_or_list(fun_name, *args)
+  return promote_shapes(fun_name, *promote_dtypes_numeric(*args))
+
+
+def check_arraylike_or_list(fun_name, *args):
+  """Like `check_arraylike`, but also accepts lists and tuples (the 2020 numpy did)."""
+  for pos, a in enumerate(args):
+    if not (is_arraylike(a) or isinstance(a, (list, tuple))):
+      raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got "
+                      f"{type(a)} at position {pos}.")
+
+
+# ---- axes ----
+
+def canonicalize_axis(axis, ndim_):
+  """A non-negative axis, with NumPy's AxisError-like message when out of range."""
+  try:
+    axis = int(axis.__index__())
+  except (AttributeError, TypeError):
+    raise TypeError(f"axis must be an integer, got {axis!r}") from None
+  if not -ndim_ <= axis < max(ndim_, 1) or (ndim_ == 0 and axis not in (0, -1)):
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim_}")
+  return axis % ndim_ if ndim_ else 0
+
+
+def canonicalize_axes(axis, ndim_):
+  """A sorted tuple of distinct non-negative axes from None, an int or a sequence."""
+  if axis is None:
+    return tuple(range(ndim_))
+  if isinstance(axis, (tuple, list)):
+    axes = tuple(canonicalize_axis(a, ndim_) for a in axis)
+    if len(set(axes)) != len(axes):
+      raise ValueError(f"repeated axis in {axis}")
+    return tuple(sorted(axes))
+  return (canonicalize_axis(axis, ndim_),)
+
+
+def concrete_int(x, context):
+  """A Python int from a concrete value; a clear error for traced values."""
+  from tracejax._src.core.trace import concrete_or_error
+  return concrete_or_error(lambda v: int(np.asarray(v)), x, context)

@@ -1,0 +1,84 @@
+"""`jax.numpy`: the NumPy API on device arrays, written with lax primitives.
+
+This module only re-exports; the implementations live in `tracejax/_src/numpy/`,
+one module per family (creation, ufuncs, reductions, shape_ops, products,
+einsum, indexing, searching, scalar_types). Importing it attaches operators
+and methods to arrays and tracers (`_src/numpy/array_methods.py`).
+"""
+# flake8: noqa: F401
+import numpy as _np
+
+from tracejax._src.numpy import array_methods as _array_methods  # attaches x + y, x[i], ...
+from tracejax._src.numpy.creation import (
+    arange, array, asarray, empty, empty_like, eye, full, full_like, geomspace, identity,
+    linspace, logspace, meshgrid, ones, ones_like, tri, tril, triu, zeros, zeros_like,
+)
+from tracejax._src.numpy.differences import diff, ediff1d, trapezoid, trapz
+from tracejax._src.numpy.einsum import einsum, einsum_path
+from tracejax._src.numpy.index_tricks import (
+    diag_indices, diag_indices_from, ix_, ravel_multi_index, tril_indices, tril_indices_from,
+    triu_indices, triu_indices_from, unravel_index,
+)
+from tracejax._src.numpy.indexing import IndexUpdateHelper as _IndexUpdateHelper
+from tracejax._src.numpy.pad import pad
+from tracejax._src.numpy.polynomial import polyval, vander
+from tracejax._src.numpy.printing import array_repr, array_str
+from tracejax._src.numpy.products import (
+    cross, diag, diagonal, dot, inner, kron, matmul, outer, tensordot, trace, vdot,
+)
+from tracejax._src.numpy.reductions import (
+    all, alltrue, amax, amin, any, argmax, argmin, average, count_nonzero, cummax, cummin,
+    cumprod, cumproduct, cumsum, cumulative_sum, max, mean, min, nancumprod, nancumsum,
+    nanmax, nanmean, nanmin, nanprod, nansum, prod, product, ptp, sometrue, std, sum, var,
+)
+from tracejax._src.numpy.scalar_types import (
+    bfloat16, bool_, cdouble, character, complex128, complex64, complex_, complexfloating,
+    csingle, double, dtype, flexible, float16, float32, float64, float_, floating, generic,
+    inexact, int16, int32, int64, int8, int_, integer, ndarray, number, object_,
+    signedinteger, single, uint, uint16, uint32, uint64, uint8, unsignedinteger,
+)
+from tracejax._src.numpy.searching import argwhere, flatnonzero, nonzero
+from tracejax._src.numpy.statistics import corrcoef, cov
+from tracejax._src.numpy.windows import bartlett, blackman, hamming, hanning, i0, kaiser
+from tracejax._src.numpy.shape_ops import (
+    append, array_split, atleast_1d, atleast_2d, atleast_3d, block, broadcast_arrays,
+    broadcast_shapes, broadcast_to, can_cast, column_stack, concatenate, dsplit, dstack,
+    expand_dims, flip, fliplr, flipud, hsplit, hstack, isscalar, issubdtype, issubsctype,
+    moveaxis,
+    ndim, promote_types, ravel, repeat, reshape, result_type, roll, rollaxis, rot90,
+    row_stack, shape, size, split, squeeze, stack, swapaxes, tile, transpose, vsplit, vstack,
+)
+from tracejax._src.numpy.ufuncs import (
+    abs, absolute, add, allclose, angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
+    arctanh, around, array_equal, array_equiv, bitwise_and, bitwise_not, bitwise_or,
+    bitwise_xor, cbrt, ceil, clip, conj, conjugate, copysign, cos, cosh, deg2rad, degrees,
+    divide, divmod, equal, exp, exp2, expm1, fabs, fix, float_power, floor, floor_divide,
+    fmax, fmin, fmod, greater, greater_equal, heaviside, hypot, imag, invert, iscomplex,
+    iscomplexobj, isclose, isfinite, isinf, isnan, isneginf, isposinf, isreal, isrealobj,
+    left_shift, less, less_equal,
+    log, log10, log1p, log2, logaddexp, logaddexp2, logical_and, logical_not, logical_or,
+    logical_xor, maximum, minimum, mod, multiply, nan_to_num, negative, nextafter,
+    not_equal, positive, power, rad2deg, radians, real, reciprocal, remainder, right_shift,
+    rint, round, round_, select, sign, signbit, sin, sinc, sinh, sqrt, square, subtract,
+    tan, tanh,
+    true_divide, trunc, where,
+)
+from tracejax._src.runtime.array import Array as _Array
+
+# Constants (C-S23) and NumPy's index helper.
+pi = _np.pi
+e = _np.e
+euler_gamma = _np.euler_gamma
+inf = _np.inf
+nan = _np.nan
+newaxis = None
+NINF = -_np.inf
+PZERO = 0.0
+NZERO = -0.0
+
+# Machine limits and printing come from NumPy (bfloat16-aware through dtypes).
+from tracejax._src.dtypes import finfo, iinfo  # noqa: E402
+from numpy import (  # noqa: E402
+    printoptions, set_printoptions, get_printoptions,
+)
+DeviceArray = _Array

@@ -332,20 +332,43 @@ def reshape(x, new_shape):
   return structural.reshape(x, new_shape)
 
 
+def _already_promoted(args, kinds=None):
+  """The hot case: arrays (or tracers) of one aval, nothing to convert or broadcast."""
+  a0 = args[0]
+  if type(a0) is not Array and not isinstance(a0, Tracer):
+    return False
+  av = a0.aval
+  if kinds is not None and av.dtype.kind not in kinds:
+    return False
+  for a in args[1:]:
+    if type(a) is not Array and not isinstance(a, Tracer):
+      return False
+    b = a.aval
+    if b.dtype != av.dtype or b.shape != av.shape or b.weak_type != av.weak_type:
+      return False
+  return True
+
+
 def promote_args(fun_name, *args):
   """Check, dtype-promote and broadcast the arguments of an n-ary jnp function."""
+  if _already_promoted(args):
+    return args
   check_arraylike_or_list(fun_name, *args)
   return promote_shapes(fun_name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(fun_name, *args):
   """`promote_args` whose result dtype is inexact (for true_divide, sqrt of ints...)."""
+  if _already_promoted(args, "fc"):
+    return args
   check_arraylike_or_list(fun_name, *args)
   return promote_shapes(fun_name, *promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(fun_name, *args):
   """`promote_args` whose bool result becomes the default int (for arithmetic on bools)."""
+  if _already_promoted(args, "iufc"):
+    return args
   check_arraylike_or_list(fun_name, *args)
   return promote_shapes(fun_name, *promote_dtypes_numeric(*args))
 

@@ -664,11 +664,10 @@ def test_traced_integer_indices():
   check(f(x, 2, -1)[0], (x[2, 1:4, None] + x[-1])[0], rtol=1e-6)
 
 
-def test_advanced_indexing_not_yet():
-  with pytest.raises(NotImplementedError, match="advanced indexing lands with gather"):
-    jnp.arange(5)[np.array([1, 2])]
-  with pytest.raises(NotImplementedError, match="advanced indexing lands with gather"):
-    jnp.arange(5)[jnp.arange(5) > 2]
+def test_advanced_indexing():
+  # Integer-array and boolean indices compile to gather (tests/test_gather_scatter.py).
+  check(jnp.arange(5)[np.array([1, 2])], np.array([1, 2], np.int32))
+  check(jnp.arange(5)[jnp.arange(5) > 2], np.array([3, 4], np.int32))
 
 
 def test_immutability():

@@ -1,0 +1,121 @@
+"""tracejax: JAX rebuilt from scratch on jaxlib. `import tracejax as jax`.
+
+The public API under JAX's names (DESIGN.md §1). This module only re-exports;
+the implementations live in `tracejax/_src/` (see README.md, "Where things live").
+
+Submodules that pull in heavy dependencies (`random`, `nn`, `scipy`, ...) are
+imported on first attribute access (`jax.random.PRNGKey`), so `import tracejax`
+stays fast; `from tracejax import random` works either way.
+"""
+# flake8: noqa: F401
+import importlib as _importlib
+
+__version__ = "0.1.0"
+
+# ---- configuration ----
+from tracejax import config as config  # the module: `jax.config.update(...)` and
+                                       # `from jax.config import config` both work
+from tracejax._src.config import (
+    debug_nans as debug_nans,
+    disable_jit as disable_jit,
+    numpy_rank_promotion as numpy_rank_promotion,
+)
+
+# ---- arrays, compilation, devices ----
+from tracejax._src.api import (
+    ShapeDtypeStruct as ShapeDtypeStruct,
+    block_until_ready as block_until_ready,
+    default_backend as default_backend,
+    device_count as device_count,
+    device_get as device_get,
+    device_put as device_put,
+    devices as devices,
+    eval_shape as eval_shape,
+    host_count as host_count,
+    host_id as host_id,
+    local_device_count as local_device_count,
+    local_devices as local_devices,
+    make_jaxpr as make_jaxpr,
+    process_count as process_count,
+    process_index as process_index,
+)
+from tracejax._src.jit import jit as jit
+from tracejax._src.runtime.array import Array as Array, DeviceArray as DeviceArray
+
+# ---- transformations: differentiation, vectorization, custom rules ----
+# Later issues add their transformations here (checkpoint/remat, xla_computation,
+# named_call, ...), each re-exported from its `_src` module like the ones below.
+from tracejax._src.api import (
+    grad as grad,
+    hessian as hessian,
+    jacfwd as jacfwd,
+    jacobian as jacobian,
+    jacrev as jacrev,
+    jvp as jvp,
+    linearize as linearize,
+    value_and_grad as value_and_grad,
+    vjp as vjp,
+    vmap as vmap,
+)
+from tracejax._src.custom_derivatives import (
+    custom_jvp as custom_jvp,
+    custom_vjp as custom_vjp,
+)
+from tracejax._src.pmap import pmap as pmap
+# ---- end of transformations ----
+
+# ---- pytrees (2020 code calls them as jax.tree_map & co.) ----
+from tracejax._src.tree_util import (
+    tree_flatten as tree_flatten,
+    tree_leaves as tree_leaves,
+    tree_map as tree_map,
+    tree_multimap as tree_multimap,
+    tree_structure as tree_structure,
+    tree_transpose as tree_transpose,
+    tree_unflatten as tree_unflatten,
+)
+
+# ---- submodules imported eagerly (cheap, and used by nearly every program) ----
+from tracejax import dtypes as dtypes
+from tracejax import lax as lax
+from tracejax import numpy as numpy
+from tracejax.numpy import linalg as _linalg  # noqa: F401  (jnp.linalg)
+from tracejax import tree_util as tree_util
+
+# ---- submodules imported on first use ----
+# `jax.random`, `jax.scipy`, ... as attributes without paying for them at import.
+_LAZY_SUBMODULES = frozenset({
+    "abstract_arrays", "api", "api_util", "core", "custom_derivatives", "distributed",
+    "errors", "example_libraries", "experimental", "extend", "image", "interpreters",
+    "lib", "linear_util", "nn", "ops", "profiler", "random", "scipy", "test_util", "util",
+})
+# The 2020 documents import the rule tables from the top level: `from jax import ad`.
+_INTERPRETER_ALIASES = {
+    "ad": "tracejax.interpreters.ad",
+    "batching": "tracejax.interpreters.batching",
+    "partial_eval": "tracejax.interpreters.partial_eval",
+    "xla": "tracejax.interpreters.xla",
+    "mlir": "tracejax.interpreters.mlir",
+}
+
+
+def __getattr__(name):
+  target = _INTERPRETER_ALIASES.get(name)
+  if target is None and name in _LAZY_SUBMODULES:
+    target = f"{__name__}.{name}"
+  if target is not None:
+    try:
+      module = _importlib.import_module(target)
+    except ModuleNotFoundError as e:
+      if e.name != target:  # the submodule exists but something it imports is missing
+        raise
+    else:
+      globals()[name] = module  # later lookups are plain attribute reads
+      return module
+  raise AttributeError(f"module 'tracejax' has no attribute {name!r}")
+
+
+def __dir__():
+  import importlib.util
+  present = {n for n in _LAZY_SUBMODULES if importlib.util.find_spec(f"{__name__}.{n}")}
+  return sorted(set(globals()) | present | set(_INTERPRETER_ALIASES))

@@ -82,3 +82,4 @@ from numpy import (  # noqa: E402
     printoptions, set_printoptions, get_printoptions,
 )
 DeviceArray = _Array
+from tracejax.numpy import linalg as linalg  # noqa: E402,F401

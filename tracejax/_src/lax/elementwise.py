@@ -1653,7 +1653,7 @@ def _bitcast_convert_type_dtype_rule(operand, *, new_dtype):
                     f"unless the operand and destination types match. Got operand "
                     f"dtype={old}, new_dtype={np.dtype(new_dtype)}. Consider using the "
                     "arr.view() method instead.")
-  mlir.dtype_to_ir_type(new_dtype)
+  mlir.check_supported_dtype(new_dtype)
   return np.dtype(new_dtype)
 
 

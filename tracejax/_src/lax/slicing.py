@@ -297,65 +297,35 @@ def _clamped_starts(indices, operand_shape, sizes):
   return out
 
 
-def _batched_index_select(x, starts, sizes, reduce):
-  """A dynamic slice of `x` (batch axis 0) whose start indices (1-D, one per
-  batch element, already clamped) differ across the batch.
-
-  Without gather, each dimension is sliced by a mask: out[b, j] = sum over k of
-  x[b, k] where k == start[b] + j, one broadcast, select and reduction per
-  dimension (exact: every sum has one nonzero term).
-  """
-  from tracejax._src.lax import elementwise
-  from tracejax._src.lax.structural import broadcasted_iota
-  b = _shape(x)[0]
-  for dim, (st, size) in enumerate(zip(starts, sizes)):
-    if st is None:
-      continue
-    ax = dim + 1
-    shape = _shape(x)
-    n = shape[ax]
-    # Expanded: (..., size, n, ...) with `size` inserted before axis `ax`.
-    exp_shape = shape[:ax] + (size,) + shape[ax:]
-    dt = _aval(st).dtype
-    pos = elementwise.add(broadcast_in_dim(st, (b, size), (0,)),
-                          broadcasted_iota(dt, (b, size), 1))
-    mask = elementwise.eq(broadcast_in_dim(pos, (b, size, n), (0, 1)),
-                          broadcasted_iota(dt, (b, size, n), 2))
-    mask = broadcast_in_dim(mask, exp_shape, (0, ax, ax + 1))
-    xs = broadcast_in_dim(x, exp_shape, tuple(i if i < ax else i + 1
-                                              for i in range(len(shape))))
-    zero = np.zeros((), _aval(x).dtype)
-    x = reduce(elementwise.select(mask, xs, broadcast_in_dim(zero, exp_shape, ())),
-               (ax + 1,))
-  return x
-
-
 def _dynamic_slice_batch_rule(args, dims, *, slice_sizes):
-  from tracejax._src.lax.reductions import reduce_or, reduce_sum
   operand, *indices = args
   operand_bdim, *index_bdims = dims
   size = next(_shape(x)[d] for x, d in zip(args, dims) if d is not None)
-  operand = utils.bdim_at_front(operand, operand_bdim, size)
   if all(d is None for d in index_bdims):
     # Only the operand is batched: one dynamic_slice over the whole batch.
+    operand = utils.moveaxis(operand, operand_bdim, 0)
     zero = np.zeros((), _aval(indices[0]).dtype)
     out = dynamic_slice_p.bind(operand, zero, *indices,
                                slice_sizes=(size,) + tuple(slice_sizes))
     return out, 0
-  # Batched indices: slice the unbatched-index dimensions once, then select the
-  # batched ones with masks.
-  op_shape = _shape(operand)[1:]
-  clamped = _clamped_starts(indices, op_shape, slice_sizes)
-  zero = np.zeros((), _aval(indices[0]).dtype)
-  static_sizes = tuple(s if d is None else n
-                       for s, d, n in zip(slice_sizes, index_bdims, op_shape))
-  static_starts = [i if d is None else zero for i, d in zip(clamped, index_bdims)]
-  x = dynamic_slice_p.bind(operand, zero, *static_starts,
-                           slice_sizes=(size,) + static_sizes)
-  starts = [None if d is None else utils.moveaxis(i, d, 0)
-            for i, d in zip(clamped, index_bdims)]
-  reduce = reduce_or if _aval(x).dtype == np.bool_ else reduce_sum
-  return _batched_index_select(x, starts, slice_sizes, reduce), 0
+  # Batched indices: a dynamic slice is a gather of one window per index vector,
+  # so the start indices become a (batch, rank) index array and the gather's
+  # batching rule does the rest (one gather). CLIP clamps starts exactly as
+  # dynamic_slice does, and keeps the gradient (a scatter-add) clamped alike.
+  from tracejax._src.lax import gather as lax_gather
+  from tracejax._src.lax.structural import concatenate
+  rank = len(slice_sizes)
+  # Each (rank-0 or batched 1-D) start index becomes a (batch, 1) column.
+  cols = [broadcast_in_dim(i, (size, 1), () if d is None else (0,))
+          for i, d in zip(indices, index_bdims)]
+  index_array = concatenate(cols, 1) if len(cols) > 1 else cols[0]
+  dnums = lax_gather.GatherDimensionNumbers(offset_dims=tuple(range(rank)),
+                                            collapsed_slice_dims=(),
+                                            start_index_map=tuple(range(rank)))
+  return lax_gather._gather_batch_rule(
+      [operand, index_array], [operand_bdim, 0], dimension_numbers=dnums,
+      slice_sizes=tuple(slice_sizes), unique_indices=True, indices_are_sorted=True,
+      mode=lax_gather.GatherScatterMode.CLIP, fill_value=None)
 
 
 def _dynamic_slice_lowering(ctx, x, *start_indices, slice_sizes):

@@ -1,44 +1,76 @@
-"""Basic indexing (`x[idx]`) and functional updates (`x.at[idx].set(v)` and friends).
+"""NumPy indexing (`x[idx]`), `x.at[idx]` updates, `take` and `take_along_axis`.
 
-Supported indices: integers (negative too; static or traced), slices of any
-step, `None`/`np.newaxis`, `Ellipsis`, and tuples of these. Static parts
-become one `lax.slice` (after a `rev` for negative steps); integer indices
-that are traced, or arrays, become one `lax.dynamic_slice`, which also clamps
-them into range. Out-of-bounds static integers clamp the same way, as the
-2020 documents require (C-S07: `jnp.arange(10)[11]` is 9).
+Every NumPy index works: integers (negative too; static or traced), slices of
+any step, `None`, `Ellipsis`, integer arrays and lists (advanced indexing, with
+broadcasting between them and NumPy's placement of their dimensions), boolean
+masks (they need concrete values: the result's shape depends on them), and
+tuples mixing all of these.
 
-Advanced indexing (integer or boolean arrays) needs gather and scatter,
-which land in a later issue.
+Two routes:
+
+* Basic indices with the default mode become one `lax.slice` (after a `rev`
+  for negative steps) and, for traced integers, one `lax.dynamic_slice`: no
+  gather in the common case.
+* Everything else becomes one `lax.gather`, built by `_index_to_gather`; the
+  updates of `x.at[idx]` use the same description with the matching scatter.
+
+As in JAX, negative indices count from the end; out-of-bounds reads clamp
+(C-S07: `jnp.arange(10)[11]` is 9) and out-of-bounds updates are dropped.
 """
+import operator
+
 import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.core.trace import Tracer
 from tracejax._src.lax import elementwise as lax_ew
+from tracejax._src.lax import gather as lax_gather
 from tracejax._src.lax import slicing as lax_slicing
 from tracejax._src.lax import structural
 from tracejax._src.numpy import util
 from tracejax._src.runtime.array import Array
 
-_ADVANCED_MSG = ("advanced indexing lands with gather: integer-array and boolean indices "
-                 "are not supported yet (got an index of type {}). Use integers, slices, "
-                 "None and Ellipsis, or lax.dynamic_slice.")
+_Mode = lax_gather.GatherScatterMode
 
+
+class NonConcreteBooleanIndexError(IndexError):
+  """A boolean mask index whose values are not known while tracing: the shape of
+  the result would depend on them."""
+
+  def __init__(self, aval):
+    super().__init__(
+        f"Array boolean indices must be concrete; got {aval}\n\nSee "
+        "https://jax.readthedocs.io/en/latest/errors.html"
+        "#jax.errors.NonConcreteBooleanIndexError")
+
+
+# ---- parsed index entries ----
 
 class _Int:
-  """A static integer index, already clamped into [0, n); `oob` if it had to be."""
-  __slots__ = ("i", "oob")
+  """A static integer index: `raw` counts negative indices from the end; `i` is it
+  clamped into [0, n) (the basic route's reading); `oob` if it had to be."""
+  __slots__ = ("i", "raw", "oob")
 
-  def __init__(self, i, oob=False):
-    self.i, self.oob = i, oob
+  def __init__(self, raw, n):
+    self.raw = raw + n if raw < 0 else raw
+    self.i = min(max(self.raw, 0), n - 1)
+    self.oob = not 0 <= self.raw < n
 
 
 class _DynInt:
-  """A traced (or device-array) integer index; dynamic_slice clamps it."""
+  """A traced (or device-array) integer scalar index."""
   __slots__ = ("i",)
 
   def __init__(self, i):
     self.i = i
+
+
+class _IntArray:
+  """An integer array index (advanced indexing); a host array stays on the host."""
+  __slots__ = ("a",)
+
+  def __init__(self, a):
+    self.a = a
 
 
 class _Slice:
@@ -50,57 +82,140 @@ class _Slice:
 
 
 class _NewAxis:
-  __slots__ = ()
+  """`None` (size 1), or a scalar False index (a new axis of size 0)."""
+  __slots__ = ("size",)
+
+  def __init__(self, size=1):
+    self.size = size
 
 
-def _is_int_array(x):
-  return isinstance(x, (Array, Tracer, np.ndarray)) and util.ndim(x) == 0 and \
-      dtypes.is_integer(x.dtype)
+_ADVANCED = (_Int, _DynInt, _IntArray)
+_array_types = (Array, Tracer, np.ndarray)
+
+
+def _is_int_dtype(x):
+  return dtypes.is_integer(util.dtype_of(x))
+
+
+def _float_index_error(dtype):
+  return TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                   f"{np.dtype(dtype).name}")
+
+
+def _bool_mask_value(mask):
+  """The concrete value of a boolean mask, or the JAX error when it is traced."""
+  if isinstance(mask, Tracer):
+    v = mask.to_concrete_value()
+    if v is None:
+      raise NonConcreteBooleanIndexError(mask.aval)
+    return np.asarray(v)
+  return np.asarray(mask)
+
+
+def _canonical_items(idx):
+  """The entries of `idx` as a tuple: lists become arrays (NumPy's advanced
+  indexing); bools, ints, slices, None and Ellipsis are kept."""
+  if not isinstance(idx, tuple):
+    idx = (idx,)
+  items = []
+  for pos, i in enumerate(idx):
+    if i is None or i is Ellipsis or isinstance(i, slice):
+      items.append(i)
+    elif isinstance(i, (bool, np.bool_)):
+      items.append(bool(i))
+    elif isinstance(i, (int, np.integer)):
+      items.append(int(i))
+    elif isinstance(i, _array_types):
+      dt = util.dtype_of(i)
+      if dt == np.bool_:
+        items.append(i if util.ndim(i) else bool(_bool_mask_value(i)))
+      elif not dtypes.is_integer(dt):
+        raise _float_index_error(dt)
+      elif util.ndim(i) == 0 and isinstance(i, np.ndarray):
+        items.append(int(i))
+      else:
+        items.append(i)
+    elif isinstance(i, (list, tuple)):
+      items.append(_list_index(i, pos))
+    elif isinstance(i, (float, complex, np.inexact)):
+      raise _float_index_error(np.asarray(i).dtype)
+    elif hasattr(i, "__index__"):
+      items.append(int(i.__index__()))
+    elif hasattr(i, "__jax_array__"):
+      items.extend(_canonical_items(i.__jax_array__()))
+    else:
+      raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                      f"{type(i).__name__} at position {pos}, indexer value {i!r}")
+  return items
+
+
+def _list_index(seq, pos):
+  """A list (or nested sequence) used as an index: an integer or boolean array."""
+  flat = []
+  stack = [seq]
+  while stack:
+    s = stack.pop()
+    if isinstance(s, (list, tuple)):
+      stack.extend(s)
+    else:
+      flat.append(s)
+  if any(isinstance(e, (slice, type(None), type(Ellipsis))) for e in flat):
+    raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                    f"allowed; use `arr[tuple(seq)]` instead of `arr[seq]` (index at "
+                    f"position {pos}: {seq!r}).")
+  if any(isinstance(e, (Array, Tracer)) for e in flat):
+    from tracejax._src.numpy import creation
+    arr = creation.array(seq)
+  else:
+    arr = np.asarray(seq)
+    if arr.size == 0:
+      arr = arr.astype(np.int32)  # [] is an empty integer index, as in NumPy
+  dt = util.dtype_of(arr)
+  if dt != np.bool_ and not dtypes.is_integer(dt):
+    raise _float_index_error(dt)
+  return arr
 
 
 def _parse(idx, shape):
-  """Per-entry specs of `idx` against `shape` (Ellipsis expanded, missing axes filled)."""
-  if not isinstance(idx, tuple):
-    idx = (idx,)
-  entries = []
-  for i in idx:
-    if i is None:
-      entries.append(None)
-    elif i is Ellipsis:
-      entries.append(Ellipsis)
-    elif isinstance(i, slice):
-      entries.append(i)
-    elif isinstance(i, (bool, np.bool_)):
-      raise NotImplementedError(_ADVANCED_MSG.format(type(i)))
-    elif isinstance(i, (int, np.integer)):
-      entries.append(int(i))
-    elif _is_int_array(i):
-      entries.append(i)
-    elif hasattr(i, "__index__") and not isinstance(i, (Array, Tracer, np.ndarray)):
-      entries.append(int(i.__index__()))
-    else:
-      if isinstance(i, (Array, Tracer, np.ndarray)) and dtypes.is_floating(i.dtype):
-        raise TypeError(f"Indexer must have integer or boolean type, got indexer with "
-                        f"type {i.dtype} ")
-      raise NotImplementedError(_ADVANCED_MSG.format(type(i)))
-  n_ellipsis = sum(e is Ellipsis for e in entries)
+  """Per-entry specs of `idx` against `shape`: Ellipsis expanded, missing axes
+  filled with full slices, boolean masks turned into integer arrays."""
+  items = _canonical_items(idx)
+  n_ellipsis = sum(e is Ellipsis for e in items)
   if n_ellipsis > 1:
     raise IndexError("an index can only have a single ellipsis ('...')")
-  consumed = sum(e is not None and e is not Ellipsis for e in entries)
+  consumes = lambda e: (0 if e is None or e is Ellipsis or isinstance(e, bool)
+                        else util.ndim(e) if isinstance(e, _array_types)
+                        and util.dtype_of(e) == np.bool_ else 1)
+  consumed = sum(consumes(e) for e in items)
   if consumed > len(shape):
     raise IndexError(f"Too many indices for array: {consumed} non-None/Ellipsis indices "
                      f"for dim {len(shape)}.")
   fill = [slice(None)] * (len(shape) - consumed)
   if n_ellipsis:
-    k = entries.index(Ellipsis)
-    entries = entries[:k] + fill + entries[k + 1:]
+    k = items.index(Ellipsis)
+    items = items[:k] + fill + items[k + 1:]
   else:
-    entries = entries + fill
+    items = items + fill
   specs = []
   dim = 0
-  for e in entries:
+  for e in items:
     if e is None:
       specs.append(_NewAxis())
+      continue
+    if isinstance(e, bool):
+      # A scalar bool is a mask over a new axis of size 1: True keeps it, False
+      # selects nothing.
+      specs.append(_NewAxis(1 if e else 0))
+      continue
+    if isinstance(e, _array_types) and util.dtype_of(e) == np.bool_:
+      mask = _bool_mask_value(e)
+      expected = tuple(shape[dim:dim + mask.ndim])
+      if mask.shape != expected:
+        raise IndexError(f"boolean index did not match shape of indexed array in index "
+                         f"{dim}: got {mask.shape}, expected {expected}")
+      for a in np.nonzero(mask):
+        specs.append(_IntArray(a.astype(dtypes.canonicalize_dtype(np.int64))))
+      dim += mask.ndim
       continue
     n = shape[dim]
     if isinstance(e, slice):
@@ -108,20 +223,23 @@ def _parse(idx, shape):
         if isinstance(part, Tracer):
           raise IndexError("Array slice indices must have static start/stop/step to be "
                            "used with NumPy indexing syntax. Use lax.dynamic_slice instead.")
-      start, stop, step = e.indices(n)
+      start, stop, step = _slice_indices(e, n)
       specs.append(_Slice(start, step, len(range(start, stop, step))))
-    elif isinstance(e, int):
-      if n == 0:
-        raise IndexError(f"index {e} is out of bounds for axis {dim} with size 0")
-      i = e + n if e < 0 else e
-      # Clamp, as XLA's dynamic_slice does for traced indices (C-S07).
-      specs.append(_Int(min(max(i, 0), n - 1), oob=not 0 <= i < n))
-    else:
+    elif isinstance(e, int) or util.ndim(e) == 0:
       if n == 0:
         raise IndexError(f"index is out of bounds for axis {dim} with size 0")
-      specs.append(_DynInt(e))
+      specs.append(_Int(e, n) if isinstance(e, int) else _DynInt(e))
+    else:
+      specs.append(_IntArray(e))
     dim += 1
   return specs
+
+
+def _slice_indices(s, n):
+  """`slice.indices` with NumPy's tolerance of integer-like parts (device scalars)."""
+  parts = [None if p is None else operator.index(p) if not isinstance(p, Array)
+           else int(p) for p in (s.start, s.stop, s.step)]
+  return slice(*parts).indices(n)
 
 
 def _axis_specs(specs):
@@ -129,11 +247,49 @@ def _axis_specs(specs):
   return [s for s in specs if not isinstance(s, _NewAxis)]
 
 
+def _is_basic(specs):
+  return not any(isinstance(s, _IntArray) for s in specs) and \
+      all(s.size == 1 for s in specs if isinstance(s, _NewAxis))
+
+
+# =============================================================================
+# Reading: x[idx]
+# =============================================================================
+
 def getitem(x, idx):
-  """`x[idx]` for basic indices, with out-of-bounds integers clamped."""
+  """`x[idx]` with NumPy's indexing; out-of-bounds integers are clamped."""
+  return rewriting_take(x, idx)
+
+
+def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                   fill_value=None):
+  """`x[idx]`, read with `mode` (None: clamp) and `fill_value` ('fill' mode)."""
   x = util.to_array(x)
   shape = util.shape(x)
   specs = _parse(idx, shape)
+  if mode is None and fill_value is None and _is_basic(specs):
+    return _basic_take(x, specs, shape)
+  # Reads clamp by default (C-S07). CLIP reads the same values as JAX's
+  # PROMISE_IN_BOUNDS, and its gradient (a clamping scatter-add) agrees with them.
+  gmode = _Mode.CLIP if mode is None else _Mode.from_any(mode)
+  ix = _index_to_gather(shape, specs)
+  dtype = util.dtype_of(x)
+  if 0 in ix.out_shape:
+    return structural.full(ix.out_shape, np.zeros((), dtype))
+  ix.check_empty_axes()
+  y = x
+  if ix.indices is not None:
+    y = lax_gather.gather(x, ix.indices, ix.dnums, ix.slice_sizes,
+                          unique_indices=unique_indices or ix.unique,
+                          indices_are_sorted=indices_are_sorted or ix.sorted, mode=gmode,
+                          fill_value=fill_value)
+  if ix.new_axes:
+    y = structural.expand_dims(y, ix.new_axes)
+  return y
+
+
+def _basic_take(x, specs, shape):
+  """Basic indexing: static slices, one dynamic slice for traced integers."""
   axis_specs = _axis_specs(specs)
   # 1. Reverse the axes with negative steps, so every slice steps forward.
   rev_dims = tuple(d for d, s in enumerate(axis_specs) if isinstance(s, _Slice) and s.step < 0)
@@ -185,96 +341,256 @@ def _static_bounds(spec, n):
   return 0, n, 1  # a traced integer: the dynamic slice comes next
 
 
-def _indexed_shape(specs, shape):
-  out = []
-  for s in specs:
+# =============================================================================
+# The general route: one gather (or scatter) for any index
+# =============================================================================
+
+class _GatherIndexer:
+  """An index as one gather: `indices` (None when nothing is gathered, only whole
+  axes kept), its dimension numbers and slice sizes; the gather's output then
+  gets `new_axes` inserted to give `out_shape`."""
+  __slots__ = ("indices", "dnums", "slice_sizes", "gather_shape", "new_axes", "out_shape",
+               "unique", "sorted", "empty_axes")
+
+  def check_empty_axes(self):
+    # An empty axis has nothing to clamp to: NumPy's error for any read of it.
+    if self.empty_axes:
+      d = self.empty_axes[0]
+      raise IndexError(f"index is out of bounds for axis {d} with size 0")
+
+
+def _index_dtype(specs, shape):
+  """int32, unless an index array is 64-bit or an axis is too long for int32."""
+  wide = any(n > np.iinfo(np.int32).max for n in shape) or any(
+      isinstance(s, (_IntArray, _DynInt)) and
+      np.dtype(util.dtype_of(s.a if isinstance(s, _IntArray) else s.i)).itemsize == 8
+      for s in specs)
+  return dtypes.canonicalize_dtype(np.int64 if wide else np.int32)
+
+
+def _normalize(a, n, dtype):
+  """Index array `a` in `dtype`, negative entries counted from the end (as
+  NumPy does; what is still out of bounds is left to the gather's mode)."""
+  if isinstance(a, np.ndarray):
+    a = np.asarray(a, np.int64)
+    return np.where(a < 0, a + n, a).astype(dtype)
+  a = util.convert(a, dtype, False)
+  if dtypes.is_unsigned(util.dtype_of(a)):
+    return a
+  return lax_ew.select(lax_ew.lt(a, np.zeros((), dtype)),
+                       lax_ew.add(a, np.array(n, dtype)), a)
+
+
+def _index_to_gather(shape, specs):
+  """Describe `x[specs]` as one gather (see `_GatherIndexer`).
+
+  The integer and array indices form one group broadcast together (shape B);
+  as in NumPy, B's dimensions replace the group where it is contiguous and come
+  first otherwise. Gathered operand axes: the group's (collapsed), and strided
+  slices (collapsed, their positions an iota: one batch dimension each). Whole
+  axes and unit-step slices are windows (offset dimensions). The batch
+  dimensions are laid out in the order the result wants, so no transpose is
+  needed afterwards.
+  """
+  axis_specs = _axis_specs(specs)
+  adv_pos = [k for k, s in enumerate(specs) if isinstance(s, _ADVANCED)]
+  adv_shapes = [util.shape(s.a) if isinstance(s, _IntArray) else () for s in specs
+                if isinstance(s, _ADVANCED)]
+  try:
+    bshape = util.broadcast_shapes(*adv_shapes) if adv_shapes else ()
+  except ValueError:
+    raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+                     f"with shapes {' '.join(map(str, adv_shapes))}") from None
+  contiguous = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos))) \
+      if adv_pos else True
+  # The result's layout: items "B", ("slice", spec) and ("new", spec), in order.
+  layout = []
+  if adv_pos and not contiguous:
+    layout.append("B")
+  for k, s in enumerate(specs):
     if isinstance(s, _NewAxis):
-      out.append(1)
+      layout.append(("new", s))
     elif isinstance(s, _Slice):
-      out.append(s.length)
-  return tuple(out)
+      layout.append(("slice", s))
+    elif contiguous and k == adv_pos[0]:
+      layout.append("B")
+  is_window = lambda s: s.step == 1 or s.length <= 1
+  out_shape, new_axes, gather_shape, offset_dims, batch_shape = [], [], [], [], []
+  batch_at = {}  # id(spec) or "B" -> first batch dimension
+  for item in layout:
+    if item == "B":
+      batch_at["B"] = len(batch_shape)
+      batch_shape.extend(bshape)
+      gather_shape.extend(bshape)
+      out_shape.extend(bshape)
+      continue
+    kind, s = item
+    if kind == "new":
+      new_axes.append(len(out_shape))
+      out_shape.append(s.size)
+      continue
+    if is_window(s):
+      offset_dims.append(len(gather_shape))
+    else:
+      batch_at[id(s)] = len(batch_shape)
+      batch_shape.append(s.length)
+    gather_shape.append(s.length)
+    out_shape.append(s.length)
+  ix = _GatherIndexer()
+  ix.out_shape, ix.new_axes, ix.gather_shape = tuple(out_shape), tuple(new_axes), \
+      tuple(gather_shape)
+  ix.empty_axes = [d for d, (s, n) in enumerate(zip(axis_specs, shape))
+                   if n == 0 and isinstance(s, _ADVANCED)]
+  # One index component per gathered axis (operand order); the others are windows.
+  dtype = _index_dtype(specs, shape)
+  components, index_map, collapsed, slice_sizes = [], [], [], []
+  nb = len(bshape)
+  for d, (s, n) in enumerate(zip(axis_specs, shape)):
+    if isinstance(s, _Slice) and is_window(s):
+      slice_sizes.append(s.length)
+      if s.length == n:
+        continue  # the whole axis: nothing to index
+      components.append(("const", s.start))
+    elif isinstance(s, _Slice):
+      slice_sizes.append(1)
+      collapsed.append(d)
+      components.append(("iota", s, batch_at[id(s)]))
+    else:
+      slice_sizes.append(1)
+      collapsed.append(d)
+      a = s.a if isinstance(s, _IntArray) else s.i if isinstance(s, _DynInt) else \
+          np.array(s.raw)
+      components.append(("adv", _normalize(a, n, dtype), batch_at["B"]))
+    index_map.append(d)
+  ix.slice_sizes = tuple(slice_sizes)
+  ix.dnums = lax_gather.GatherDimensionNumbers(
+      offset_dims=tuple(offset_dims), collapsed_slice_dims=tuple(collapsed),
+      start_index_map=tuple(index_map))
+  # Only int scalars and slices: every position is read (written) once, in order.
+  single = not any(isinstance(s, _IntArray) for s in specs)
+  ix.unique = single
+  ix.sorted = single and all(s.step > 0 for s in axis_specs if isinstance(s, _Slice))
+  ix.indices = _build_indices(components, tuple(batch_shape), nb, dtype) \
+      if components else None
+  return ix
 
 
-# ---- functional updates: x.at[idx].set(y) ----
+def _build_indices(components, batch_shape, nb, dtype):
+  """The (*batch_shape, k) index array: on the host when every component is
+  known there, else one broadcast per device component and a concatenate."""
+  cols = []
+  for c in components:
+    if c[0] == "const":
+      cols.append(np.full(batch_shape, c[1], dtype))
+    elif c[0] == "iota":
+      _, s, at = c
+      v = (s.start + s.step * np.arange(s.length)).astype(dtype)
+      shape = [1] * len(batch_shape)
+      shape[at] = s.length
+      cols.append(np.broadcast_to(v.reshape(shape), batch_shape))
+    else:
+      # The group's arrays are right-aligned in B, which starts at batch dim `at`.
+      _, a, at = c
+      a_shape = util.shape(a)
+      dims = tuple(at + nb - len(a_shape) + j for j in range(len(a_shape)))
+      if isinstance(a, np.ndarray):
+        shape = [1] * len(batch_shape)
+        for j, d in enumerate(dims):
+          shape[d] = a_shape[j]
+        cols.append(np.broadcast_to(a.reshape(shape), batch_shape))
+      else:
+        cols.append((a, dims))
+  if all(isinstance(c, np.ndarray) for c in cols):
+    return np.stack(cols, -1)
+  # Each column gets the trailing index-vector axis; size-1 axes of a device
+  # index stretch in the same broadcast.
+  full = batch_shape + (1,)
+  expanded = [np.asarray(c)[..., None] if isinstance(c, np.ndarray)
+              else structural.broadcast_in_dim(c[0], full, c[1]) for c in cols]
+  return structural.concatenate(expanded, len(batch_shape))
 
-def _update(x, idx, y, op, fun_name):
-  """`x` with `op(x[idx], y)` (or `y` for op=None) written at the basic index `idx`."""
+
+# =============================================================================
+# Functional updates: x.at[idx].set(y) and friends
+# =============================================================================
+
+def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False,
+                    unique_indices=False, mode=None, normalize_indices=True):
+  """`x` with `y` combined (by `scatter_op`) into `x[idx]`; `y` broadcasts to the
+  shape of `x[idx]`. Out-of-bounds updates are dropped (mode None)."""
   x = util.to_array(x)
   shape = util.shape(x)
   dt = util.dtype_of(x)
-  specs = _parse(idx, shape)
-  axis_specs = _axis_specs(specs)
-  # Scatter semantics: updates at out-of-bounds indices are dropped. (Traced
-  # indices are clamped by dynamic_update_slice until scatter lands.)
-  if any(isinstance(s, _Int) and s.oob for s in axis_specs):
-    return x
-  if any(isinstance(s, _Slice) and s.length == 0 for s in axis_specs):
-    return x  # nothing selected
   util.check_arraylike_or_list(fun_name, y)
   y = util.convert(util.to_operand(y), dt, util.is_weak(x))
-  y = util.broadcast_to(y, _indexed_shape(specs, shape))
-  # The update block: one axis per operand axis (length 1 for integer indices), in
-  # increasing index order along each axis.
-  box = tuple(s.length if isinstance(s, _Slice) else 1 for s in axis_specs)
-  y = util.reshape(y, box)
-  neg = tuple(d for d, s in enumerate(axis_specs) if isinstance(s, _Slice) and s.step < 0)
-  if neg:
-    y = structural.rev(y, neg)
-  lo, span, steps = [], [], []
-  for s in axis_specs:
-    if isinstance(s, _Slice):
-      # The first element in increasing order, the extent, and the stride.
-      lo.append(s.start + (s.length - 1) * s.step if s.step < 0 else s.start)
-      span.append((s.length - 1) * abs(s.step) + 1)
-      steps.append(abs(s.step))
-    else:
-      lo.append(s.i if isinstance(s, _Int)
-                else util.convert(s.i, dtypes.default_int_dtype(), False))
-      span.append(1)
-      steps.append(1)
-  strided = any(st != 1 for st in steps)
-  if op is None and not strided:
-    return lax_slicing.dynamic_update_slice(x, y, lo)
-  window = lax_slicing.dynamic_slice(x, lo, span)
-  if strided:
-    # Spread the update over the window with interior padding; a mask marks its elements.
-    cfg = [(0, 0, st - 1) for st in steps]
-    y = structural.pad(y, util.convert(0, dt, False), cfg)
-    mask = structural.pad(structural.broadcast_in_dim(np.bool_(True), box, ()),
-                          np.bool_(False), cfg)
-    new = y if op is None else op(window, y)
-    new = lax_ew.select(mask, new, window)
-  else:
-    new = op(window, y)
-  return lax_slicing.dynamic_update_slice(x, new, lo)
+  mask_update = _mask_update(x, idx, y, scatter_op)
+  if mask_update is not None:
+    return mask_update
+  specs = _parse(idx, shape)
+  ix = _index_to_gather(shape, specs)
+  y = util.broadcast_to(y, ix.out_shape)
+  if 0 in ix.out_shape:
+    return x  # nothing selected
+  if ix.new_axes:
+    y = structural.squeeze(y, ix.new_axes)
+  if ix.indices is None:
+    # Whole axes only: an elementwise update of all of x.
+    return _COMBINE[scatter_op](x, y)
+  if ix.empty_axes:
+    return x  # every update is out of bounds
+  sdnums = lax_gather._scatter_dnums_of(ix.dnums)
+  return scatter_op(x, ix.indices, y, sdnums,
+                    indices_are_sorted=indices_are_sorted or ix.sorted,
+                    unique_indices=unique_indices or ix.unique, mode=mode)
 
 
-def _add(a, b):
-  return lax_ew.bitwise_or(a, b) if a.dtype == np.bool_ else lax_ew.add(a, b)
+def _mask_update(x, idx, y, scatter_op):
+  """`x.at[mask].op(scalar)` as a select: no nonzero, so it also works under jit."""
+  if not isinstance(idx, _array_types) or util.dtype_of(idx) != np.bool_ \
+      or util.ndim(y) != 0 or scatter_op not in _COMBINE:
+    return None
+  mshape, shape = util.shape(idx), util.shape(x)
+  if not mshape or mshape != shape[:len(mshape)]:
+    return None
+  mask = util.to_operand(idx)
+  if mshape != shape:
+    mask = structural.broadcast_in_dim(mask, shape, tuple(range(len(mshape))))
+  new = _COMBINE[scatter_op](x, util.broadcast_to(y, shape))
+  return lax_ew.select(mask, new, x)
 
 
-def _mul(a, b):
-  return lax_ew.bitwise_and(a, b) if a.dtype == np.bool_ else lax_ew.mul(a, b)
+def _set(x, y):
+  return y
 
 
-def _min(a, b):
-  return lax_ew.min(a, b)
+def _add(x, y):
+  return lax_ew.bitwise_or(x, y) if util.dtype_of(x) == np.bool_ else lax_ew.add(x, y)
 
 
-def _max(a, b):
-  return lax_ew.max(a, b)
+def _mul(x, y):
+  return lax_ew.bitwise_and(x, y) if util.dtype_of(x) == np.bool_ else lax_ew.mul(x, y)
 
 
-def _div(a, b):
-  return lax_ew.div(a, b)
+def _min(x, y):
+  return lax_ew.bitwise_and(x, y) if util.dtype_of(x) == np.bool_ else lax_ew.min(x, y)
 
 
-def _pow(a, b):
-  return lax_ew.pow(a, b)
+def _max(x, y):
+  return lax_ew.bitwise_or(x, y) if util.dtype_of(x) == np.bool_ else lax_ew.max(x, y)
+
+
+_COMBINE = {lax_gather.scatter: _set, lax_gather.scatter_add: _add,
+            lax_gather.scatter_sub: lax_ew.sub, lax_gather.scatter_mul: _mul,
+            lax_gather.scatter_min: _min, lax_gather.scatter_max: _max}
 
 
 class _IndexUpdateRef:
-  """`x.at[idx]`: methods return a new array with the indexed elements updated."""
+  """`x.at[idx]`: methods return a new array with the indexed elements updated.
+
+  Out-of-bounds updates are dropped (mode None, 'fill' or 'drop'; 'clip' clamps
+  them instead); where an index repeats, `add`/`multiply`/`min`/`max` combine all
+  the updates and `set` keeps one of them.
+  """
   __slots__ = ("array", "index")
 
   def __init__(self, array, index):
@@ -285,42 +601,77 @@ class _IndexUpdateRef:
 
   def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
           fill_value=None):
-    """`x[idx]`."""
-    return getitem(self.array, self.index)
+    """`x[idx]`; with mode='fill', out-of-bounds reads give `fill_value`."""
+    return rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
+                          unique_indices=unique_indices, mode=mode, fill_value=fill_value)
+
+  def _update(self, values, op, name, indices_are_sorted, unique_indices, mode):
+    return _scatter_update(self.array, self.index, values, op, name,
+                           indices_are_sorted=indices_are_sorted,
+                           unique_indices=unique_indices, mode=mode)
 
   def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
     """`x` with `x[idx] = values`."""
-    return _update(self.array, self.index, values, None, "set")
+    return self._update(values, lax_gather.scatter, "set", indices_are_sorted,
+                        unique_indices, mode)
 
   def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
     """`x` with `x[idx] += values`."""
-    return _update(self.array, self.index, values, _add, "add")
+    return self._update(values, lax_gather.scatter_add, "add", indices_are_sorted,
+                        unique_indices, mode)
+
+  def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """`x` with `x[idx] -= values`."""
+    return self._update(values, lax_gather.scatter_sub, "subtract", indices_are_sorted,
+                        unique_indices, mode)
 
   def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
     """`x` with `x[idx] *= values`."""
-    return _update(self.array, self.index, values, _mul, "multiply")
+    return self._update(values, lax_gather.scatter_mul, "multiply", indices_are_sorted,
+                        unique_indices, mode)
 
   mul = multiply
 
   def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-    """`x` with `x[idx] /= values`."""
-    return _update(self.array, self.index, values, _div, "divide")
+    """`x` with `x[idx] /= values` (repeated indices divide by every value)."""
+    from tracejax._src.numpy import ufuncs
+    x = util.to_array(self.array)
+    denom = _scatter_update(structural.full_like(x, 1), self.index, values,
+                            lax_gather.scatter_mul, "divide",
+                            indices_are_sorted=indices_are_sorted,
+                            unique_indices=unique_indices, mode=mode)
+    return ufuncs.divide(x, denom)
 
   def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-    """`x` with `x[idx] **= values`."""
-    return _update(self.array, self.index, values, _pow, "power")
+    """`x` with `x[idx] **= values` (repeated indices raise to every value)."""
+    from tracejax._src.numpy import ufuncs
+    x = util.to_array(self.array)
+    expo = _scatter_update(structural.full_like(x, 1), self.index, values,
+                           lax_gather.scatter_mul, "power",
+                           indices_are_sorted=indices_are_sorted,
+                           unique_indices=unique_indices, mode=mode)
+    return ufuncs.power(x, expo)
 
   def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
     """`x` with `x[idx] = minimum(x[idx], values)`."""
-    return _update(self.array, self.index, values, _min, "min")
+    return self._update(values, lax_gather.scatter_min, "min", indices_are_sorted,
+                        unique_indices, mode)
 
   def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
     """`x` with `x[idx] = maximum(x[idx], values)`."""
-    return _update(self.array, self.index, values, _max, "max")
+    return self._update(values, lax_gather.scatter_max, "max", indices_are_sorted,
+                        unique_indices, mode)
 
   def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
-    """`x` with `x[idx] = func(x[idx])` (func is elementwise)."""
-    return _update(self.array, self.index, 0, lambda w, _: func(w), "apply")
+    """`x` with `x[idx] = func(x[idx])` (`func` elementwise; applied once per
+    element, however often the index repeats it)."""
+    x = util.to_array(self.array)
+    read_mode = "clip" if mode is None else mode
+    vals = rewriting_take(x, self.index, indices_are_sorted=indices_are_sorted,
+                          unique_indices=unique_indices, mode=read_mode)
+    return _scatter_update(x, self.index, func(vals), lax_gather.scatter, "apply",
+                           indices_are_sorted=indices_are_sorted,
+                           unique_indices=unique_indices, mode=mode)
 
 
 class IndexUpdateHelper:
@@ -337,26 +688,127 @@ class IndexUpdateHelper:
     return f"_IndexUpdateHelper({self.array!r})"
 
 
-def index_update(x, idx, y):
-  """The 2020 `jax.ops.index_update(x, idx, y)`: `x.at[idx].set(y)`."""
-  return _update(x, idx, y, None, "index_update")
+# =============================================================================
+# take and take_along_axis
+# =============================================================================
+
+def _take_indices(fun_name, indices, n, mode):
+  """Integer `indices` for a gather along an axis of size `n`, and the gather mode:
+  'fill' (default) reads `fill_value` out of bounds, 'clip' clamps, 'wrap' wraps;
+  negative indices count from the end except with 'clip' (NumPy's rules)."""
+  util.check_arraylike(fun_name, indices)
+  indices = util.to_operand(indices)
+  if not _is_int_dtype(indices):
+    raise TypeError(f"{fun_name} indices must be of integer type, got "
+                    f"{util.dtype_of(indices)}")
+  dtype = dtypes.canonicalize_dtype(
+      np.int64 if np.dtype(util.dtype_of(indices)).itemsize == 8 or n > 2**31 - 1
+      else np.int32)
+  if mode is None or mode == "fill":
+    return _normalize(indices, n, dtype), _Mode.FILL_OR_DROP
+  if mode == "raise":
+    raise NotImplementedError(f"The 'raise' mode to jnp.{fun_name} is not supported.")
+  if mode == "wrap":
+    indices = util.convert(indices, dtype, False) if not isinstance(indices, np.ndarray) \
+        else np.asarray(indices, dtype)
+    if isinstance(indices, np.ndarray):
+      return np.mod(indices, max(n, 1)).astype(dtype), _Mode.PROMISE_IN_BOUNDS
+    from tracejax._src.numpy import ufuncs
+    return ufuncs.remainder(indices, np.array(max(n, 1), dtype)), _Mode.PROMISE_IN_BOUNDS
+  if mode == "clip":
+    return (np.asarray(indices, dtype) if isinstance(indices, np.ndarray)
+            else util.convert(indices, dtype, False)), _Mode.CLIP
+  if mode == "promise_in_bounds":
+    return _normalize(indices, n, dtype), _Mode.PROMISE_IN_BOUNDS
+  raise ValueError(f"Invalid mode for {fun_name}: {mode!r}")
 
 
-def index_add(x, idx, y):
-  """The 2020 `jax.ops.index_add(x, idx, y)`: `x.at[idx].add(y)`."""
-  return _update(x, idx, y, _add, "index_add")
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
+  """Elements of `a` at `indices` along `axis` (the flattened `a` if None).
+
+  Out-of-bounds indices read `fill_value` by default (mode 'fill'; NaN for
+  inexact types); 'clip' clamps and 'wrap' wraps them (JAX's modes).
+  """
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+  util.check_arraylike("take", a)
+  a = util.to_array(a)
+  if axis is None:
+    a = structural.reshape(a, (int(np.prod(util.shape(a), dtype=np.int64)),))
+    axis = 0
+  shape = util.shape(a)
+  axis = util.canonicalize_axis(axis, len(shape))
+  n = shape[axis]
+  idx, gmode = _take_indices("take", indices, n, mode)
+  ishape = util.shape(idx)
+  out_shape = shape[:axis] + ishape + shape[axis + 1:]
+  if 0 in out_shape:
+    return structural.full(out_shape, np.zeros((), util.dtype_of(a)))
+  if n == 0:
+    raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
+  slice_sizes = shape[:axis] + (1,) + shape[axis + 1:]
+  dnums = lax_gather.GatherDimensionNumbers(
+      offset_dims=tuple(range(axis)) + tuple(range(axis + len(ishape), len(out_shape))),
+      collapsed_slice_dims=(axis,), start_index_map=(axis,))
+  idx = idx[..., None] if isinstance(idx, np.ndarray) else \
+      structural.expand_dims(idx, (len(ishape),))
+  return lax_gather.gather(a, idx, dnums, slice_sizes, mode=gmode, fill_value=fill_value,
+                           unique_indices=unique_indices,
+                           indices_are_sorted=indices_are_sorted)
 
 
-def index_mul(x, idx, y):
-  """The 2020 `jax.ops.index_mul(x, idx, y)`: `x.at[idx].multiply(y)`."""
-  return _update(x, idx, y, _mul, "index_mul")
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+  """`arr` indexed by `indices` along `axis`, which match `arr` elsewhere (they
+  broadcast): e.g. `take_along_axis(x, argsort(x, axis), axis)` sorts `x`.
 
-
-def index_min(x, idx, y):
-  """The 2020 `jax.ops.index_min(x, idx, y)`: `x.at[idx].min(y)`."""
-  return _update(x, idx, y, _min, "index_min")
-
-
-def index_max(x, idx, y):
-  """The 2020 `jax.ops.index_max(x, idx, y)`: `x.at[idx].max(y)`."""
-  return _update(x, idx, y, _max, "index_max")
+  Out-of-bounds indices read `fill_value` by default (mode 'fill').
+  """
+  util.check_arraylike("take_along_axis", arr, indices)
+  arr = util.to_array(arr)
+  if axis is None:
+    arr = structural.reshape(arr, (int(np.prod(util.shape(arr), dtype=np.int64)),))
+    indices = util.reshape(util.to_operand(indices),
+                           (int(np.prod(util.shape(indices), dtype=np.int64)),))
+    axis = 0
+  shape = util.shape(arr)
+  ishape = util.shape(indices)
+  if len(ishape) != len(shape):
+    raise ValueError("indices and arr must have the same number of dimensions; "
+                     f"{len(ishape)} vs. {len(shape)}")
+  axis = util.canonicalize_axis(axis, len(shape))
+  idx, gmode = _take_indices("take_along_axis", indices, shape[axis], mode)
+  # The other axes broadcast between arr and indices.
+  others = [(d, s, t) for d, (s, t) in enumerate(zip(shape, ishape)) if d != axis]
+  for d, s, t in others:
+    if s != t and s != 1 and t != 1:
+      raise ValueError(f"take_along_axis: arr of shape {shape} and indices of shape "
+                       f"{ishape} do not broadcast along axis {d}")
+  out_shape = tuple(ishape[d] if d == axis else max(shape[d], ishape[d])
+                    for d in range(len(shape)))
+  if 0 in out_shape:
+    return structural.full(out_shape, np.zeros((), util.dtype_of(arr)))
+  if shape[axis] == 0:
+    raise IndexError("Cannot do a non-empty jnp.take_along_axis() from an empty axis.")
+  dtype = util.dtype_of(idx)
+  # Index vectors (one component per axis of arr): the indices along `axis`, and
+  # each element's own position (0 where arr is broadcast) along the others.
+  cols = []
+  for d in range(len(shape)):
+    if d == axis:
+      if util.shape(idx) != out_shape:
+        idx = util.broadcast_to(idx, out_shape)
+      cols.append(idx)
+    elif shape[d] == 1:
+      cols.append(np.zeros(out_shape, dtype))
+    else:
+      cols.append(structural.broadcasted_iota(dtype, out_shape, d))
+  expanded = [c[..., None] if isinstance(c, np.ndarray)
+              else structural.expand_dims(c, (len(out_shape),)) for c in cols]
+  indices_arr = structural.concatenate(expanded, len(out_shape)) \
+      if len(expanded) > 1 else expanded[0]
+  dnums = lax_gather.GatherDimensionNumbers(
+      offset_dims=(), collapsed_slice_dims=tuple(range(len(shape))),
+      start_index_map=tuple(range(len(shape))))
+  return lax_gather.gather(arr, indices_arr, dnums, (1,) * len(shape), mode=gmode,
+                           fill_value=fill_value)

@@ -1,0 +1,1778 @@
+"""`jax.random`: explicit, splittable, counter-based pseudo-random numbers (FEATURES E-01).
+
+A key is a uint32[2] array (`PRNGKey(seed)`), or, in the modern API, a typed key
+array (`key(seed)`, dtype `key<fry>`) that wraps the same words. Samplers never
+change a key: the same key gives the same numbers (F-08); `split` and `fold_in`
+make new keys. All bits come from the Threefry functions of
+`tracejax/_src/lax/random_bits.py`.
+
+Every sampler follows JAX 0.10.2's algorithm step by step (same primitives in the
+same order), so for a given key, shape and dtype it returns the same values as
+JAX under either setting of `jax_threefry_partitionable`; tests/test_random.py
+checks this against bits recorded from real JAX. The code below therefore reads
+like JAX's `jax/_src/random.py`, with `lax` and `jnp` standing for tracejax's own.
+
+Samplers are pure functions of lax operations: they work under `jit`, `vmap` (over
+keys and parameters) and, where the sample is a differentiable function of its
+parameters, `grad`. Gamma samples (and so beta, dirichlet, chisquare, t, ...) get
+the implicit reparameterization gradient through the `random_gamma` primitive.
+"""
+import functools
+import math
+import operator
+import types
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from tracejax._src import dtypes
+from tracejax._src import tree_util
+from tracejax._src.config import config
+from tracejax._src.core.avals import canonicalize_shape, get_aval
+from tracejax._src.core.trace import Primitive, Tracer, concrete_or_error
+from tracejax._src.interpreters import ad, batching
+from tracejax._src.interpreters import lowering as mlir
+from tracejax._src.jit import jit
+from tracejax._src.lax import elementwise as _lax_elementwise
+from tracejax._src.lax import misc as _lax_misc
+from tracejax._src.lax import random_bits as prng
+from tracejax._src.lax import reductions as _lax_reductions
+from tracejax._src.lax import slicing as _lax_slicing
+from tracejax._src.lax import structural as _lax_structural
+from tracejax._src.lax import utils as lax_utils
+from tracejax._src.lax.random_bits import threefry2x32_p, threefry_2x32  # noqa: F401
+from tracejax._src.numpy import array_methods as _array_methods  # noqa: F401 (x + y, x[i])
+from tracejax._src.numpy import creation as _jnp_creation
+from tracejax._src.numpy import products as _jnp_products
+from tracejax._src.numpy import reductions as _jnp_reductions
+from tracejax._src.numpy import shape_ops as _jnp_shape_ops
+from tracejax._src.numpy import ufuncs as _jnp_ufuncs
+from tracejax._src.numpy import util as _jnp_util
+from tracejax._src.runtime.array import Array
+
+
+def _namespace(name, *modules):
+  """The public functions of `modules` as one object, first module first.
+
+  Lets the samplers read `lax.add(...)` / `jnp.exp(...)` as JAX's do, so each can be
+  checked line by line against JAX's, without importing the public modules.
+  """
+  ns = types.SimpleNamespace()
+  for m in modules:
+    names = getattr(m, "__all__", None)
+    if names is None:
+      names = [k for k, v in vars(m).items() if not k.startswith("_") and
+               (isinstance(v, Primitive) or getattr(v, "__module__", None) == m.__name__)]
+    for k in names:
+      if not hasattr(ns, k):
+        setattr(ns, k, getattr(m, k))
+  ns.__name__ = name
+  return ns
+
+
+lax = _namespace("lax", _lax_elementwise, _lax_structural, _lax_slicing, _lax_reductions,
+                 _lax_misc)
+jnp = _namespace("jnp", _jnp_creation, _jnp_ufuncs, _jnp_reductions, _jnp_shape_ops,
+                 _jnp_products)
+
+__all__ = [
+    "PRNGKey", "key", "key_data", "key_impl", "wrap_key_data", "split", "fold_in",
+    "clone", "bits", "uniform", "randint", "normal", "truncated_normal", "bernoulli",
+    "beta", "gamma", "loggamma", "dirichlet", "categorical", "gumbel", "laplace",
+    "logistic", "cauchy", "exponential", "poisson", "multivariate_normal", "t", "pareto",
+    "choice", "permutation", "shuffle", "rademacher", "maxwell", "double_sided_maxwell",
+    "weibull_min", "ball", "orthogonal", "chisquare", "f", "geometric", "binomial",
+    "multinomial", "lognormal", "rayleigh", "wald", "triangular", "generalized_normal",
+    "threefry_2x32", "threefry2x32_p", "random_gamma_p", "PRNGKeyArray", "KeyArray",
+    "default_prng_impl", "key_dtype",
+]
+
+UINT_DTYPES = prng.UINT_DTYPES
+
+
+# =============================================================================
+# Internal jit: keyed on the flags that change the traced program
+# =============================================================================
+
+def _jit(static_argnums=(), static_argnames=()):
+  """`jit` for the samplers: its cache also keys on `jax_threefry_partitionable` and
+  `jax_enable_x64`, which change the traced program without changing the argument
+  types (flipping the stream setting must give the other stream at once)."""
+  def deco(fun):
+    def traced(*args, _flags, **kwargs):
+      del _flags  # only part of the cache key
+      return fun(*args, **kwargs)
+    traced.__name__ = traced.__qualname__ = fun.__name__
+    jitted = jit(traced, static_argnums=static_argnums,
+                 static_argnames=tuple(static_argnames) + ("_flags",))
+
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+      return jitted(*args, **kwargs,
+                    _flags=(config.jax_threefry_partitionable, config.jax_enable_x64))
+    return call
+  return deco
+
+
+# =============================================================================
+# Keys
+# =============================================================================
+
+class KeyTy:
+  """The dtype of typed key arrays: prints as `key<fry>` (threefry2x32)."""
+  name = "key<fry>"
+  itemsize = 8
+  kind = "V"
+  _impl_name = "threefry2x32"
+
+  def __repr__(self):
+    return self.name
+
+  __str__ = __repr__
+
+  def __eq__(self, other):
+    return isinstance(other, KeyTy) or other == self.name
+
+  def __hash__(self):
+    return hash(self.name)
+
+
+_key_dtype = KeyTy()
+
+
+class PRNGKeyArray:
+  """An array of typed PRNG keys (`jax.random.key`): shape `s` over uint32 data of
+  shape `s + (2,)`.
+
+  A pytree with the data as its one leaf, so it passes through `jit`, and `vmap`
+  maps over the key axes (the trailing word axis is always last).
+  """
+  __slots__ = ("_base_array",)
+
+  def __init__(self, base_array):
+    self._base_array = base_array
+
+  shape = property(lambda self: tuple(np.shape(self._base_array))[:-1])
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: math.prod(self.shape))
+  dtype = property(lambda self: _key_dtype)
+  itemsize = property(lambda self: _key_dtype.itemsize)
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def __iter__(self):
+    if not self.shape:
+      raise TypeError("iteration over a 0-d key array")
+    return (PRNGKeyArray(self._base_array[i]) for i in range(self.shape[0]))
+
+  def __getitem__(self, idx):
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    # The trailing slice keeps the word axis when `idx` holds an Ellipsis.
+    return PRNGKeyArray(self._base_array[idx + (slice(None),)])
+
+  def reshape(self, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+      shape = tuple(shape[0])
+    return PRNGKeyArray(jnp.reshape(self._base_array, (*shape, 2)))
+
+  def ravel(self):
+    return self.reshape(-1)
+
+  flatten = ravel
+
+  @property
+  def T(self):
+    perm = tuple(reversed(range(self.ndim))) + (self.ndim,)
+    return PRNGKeyArray(jnp.transpose(self._base_array, perm))
+
+  def block_until_ready(self):
+    self._base_array.block_until_ready()
+    return self
+
+  def __eq__(self, other):
+    if not isinstance(other, PRNGKeyArray):
+      return NotImplemented
+    return jnp.all(self._base_array == other._base_array, axis=-1)
+
+  def __ne__(self, other):
+    if not isinstance(other, PRNGKeyArray):
+      return NotImplemented
+    return jnp.any(self._base_array != other._base_array, axis=-1)
+
+  __hash__ = None
+
+  def __repr__(self):
+    return f"Array({self.shape}, dtype={_key_dtype}) overlaying:\n{self._base_array}"
+
+
+tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
+                               lambda _, children: PRNGKeyArray(children[0]))
+
+KeyArray = PRNGKeyArray  # the name of the 2022 API
+
+
+def default_prng_impl():
+  """The name of the default PRNG implementation: `'threefry2x32'`."""
+  return "threefry2x32"
+
+
+def key_dtype(impl=None):
+  """The dtype of typed keys (`key<fry>`)."""
+  _check_impl(impl)
+  return _key_dtype
+
+
+def _check_impl(impl):
+  if impl not in (None, "threefry2x32", _key_dtype):
+    raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
+                     '"threefry2x32"?')
+
+
+def _check_key_data(data):
+  for attr in ("ndim", "shape", "dtype"):
+    if not hasattr(data, attr):
+      raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have "
+                      f"ndim, shape, and dtype attributes. Got {data}")
+  if data.ndim < 1:
+    raise TypeError("JAX encountered invalid PRNG key data: expected key_data.ndim >= 1; "
+                    f"got ndim={data.ndim}")
+  if tuple(data.shape[-1:]) != (2,):
+    raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to "
+                    f"end with (2,); got shape={tuple(data.shape)} for impl=threefry2x32")
+  if data.dtype != np.uint32:
+    raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = "
+                    f"uint32; got dtype={data.dtype}")
+
+
+def _check_prng_key(name, key, allow_batched=False):
+  """(uint32 key data, whether `key` was a typed key) for a sampler's `key` argument."""
+  if isinstance(key, PRNGKeyArray):
+    data, typed = key._base_array, True
+  elif _jnp_util.is_arraylike(key):
+    data, typed = key, False
+    if not _jnp_util.is_array(data):
+      data = jnp.asarray(data)
+    _check_key_data(data)
+  else:
+    raise TypeError(f"unexpected PRNG key type {type(key)}")
+  if not allow_batched and np.ndim(data) > 1:
+    raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                     f"{tuple(np.shape(data))[:-1]} != (). Use jax.vmap for batching.")
+  return data, typed
+
+
+def _return_keys(typed, data):
+  return PRNGKeyArray(data) if typed else data
+
+
+def _seed_array(seed, ctor_name):
+  if isinstance(seed, PRNGKeyArray):
+    raise TypeError(f"{ctor_name} accepts a scalar seed, but was given a PRNG key.")
+  if np.ndim(seed):
+    raise TypeError(f"{ctor_name} accepts a scalar seed, but was given an array of shape "
+                    f"{np.shape(seed)} != (). Use jax.vmap for batching")
+  if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+    # As JAX: a Python int goes through int64, so with x64 off a seed beyond 32
+    # bits wraps to its low word instead of overflowing.
+    v = int(np.int64(seed)) if isinstance(seed, int) else int(seed)
+    bits64 = config.jax_enable_x64 and (isinstance(seed, int) or np.dtype(type(seed)).itemsize > 4)
+    hi = (v >> 32) & 0xFFFFFFFF if bits64 else 0
+    return jnp.asarray(np.array([hi, v & 0xFFFFFFFF], np.uint32))
+  seed = seed if _jnp_util.is_array(seed) else jnp.asarray(seed)
+  return _seed_jit(seed)
+
+
+_seed_jit = _jit()(prng.threefry_seed)
+
+
+def PRNGKey(seed, *, impl=None):
+  """A raw PRNG key (uint32[2]) from an integer `seed`.
+
+  A 64-bit seed is bitcast to two uint32 words (high word first); a 32-bit seed
+  gets a zero high word: `PRNGKey(0)` is `[0, 0]`. Use `key(seed)` for a typed key.
+  """
+  _check_impl(impl)
+  return _seed_array(seed, "PRNGKey")
+
+
+def key(seed, *, impl=None):
+  """A typed PRNG key (a scalar of dtype `key<fry>`) from an integer `seed`."""
+  _check_impl(impl)
+  return PRNGKeyArray(_seed_array(seed, "key"))
+
+
+def key_data(keys):
+  """The uint32 words underlying `keys` (raw keys are returned as they are)."""
+  data, _ = _check_prng_key("key_data", keys, allow_batched=True)
+  return data
+
+
+def wrap_key_data(key_bits_array, *, impl=None):
+  """A typed key array over the uint32 data `key_bits_array` (shape `(..., 2)`)."""
+  _check_impl(impl)
+  data = key_bits_array
+  if not _jnp_util.is_array(data):
+    data = jnp.asarray(data)
+  _check_key_data(data)
+  return PRNGKeyArray(data)
+
+
+def key_impl(keys):
+  """The name of the PRNG implementation of `keys`: always `'threefry2x32'`."""
+  _check_prng_key("key_impl", keys, allow_batched=True)
+  return "threefry2x32"
+
+
+def clone(key):
+  """The same key (keys are values here; kept for JAX's key-reuse API)."""
+  return key
+
+
+_split_jit = _jit(static_argnums=(1,))(prng.threefry_split)
+_fold_in_jit = _jit()(prng.threefry_fold_in)
+
+
+def _split(key, num=2):
+  """Split raw key data inside samplers: `(*shape, 2)` new raw keys."""
+  shape = tuple(num) if isinstance(num, Sequence) else (num,)
+  return prng.threefry_split(key, shape)
+
+
+def split(key, num=2):
+  """Split a key into `num` new keys (`num` may be a shape).
+
+  `key, subkey = split(key)`; `split(key, 3)` has shape (3, 2) for a raw key
+  and (3,) for a typed key.
+  """
+  data, typed = _check_prng_key("split", key)
+  shape = tuple(num) if isinstance(num, Sequence) else (num,)
+  shape = tuple(operator.index(d) for d in shape)
+  return _return_keys(typed, _split_jit(data, shape))
+
+
+def fold_in(key, data):
+  """A new key made from `key` and the integer `data` (e.g. a step counter)."""
+  kdata, typed = _check_prng_key("fold_in", key)
+  if np.ndim(data):
+    raise TypeError("fold_in accepts a scalar, but was given an array of"
+                    f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
+  return _return_keys(typed, _fold_in_jit(kdata, _as_uint32(data)))
+
+
+def _as_uint32(x):
+  # Python ints go through int64 (wrapping modulo 2**32), as jnp.asarray(x, 'uint32')
+  # does in JAX; arrays convert (integer conversion wraps).
+  if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+    return np.uint32(int(x) & 0xFFFFFFFF)
+  x = x if _jnp_util.is_array(x) else jnp.asarray(x)
+  return lax.convert_element_type(x, np.uint32)
+
+
+def _random_bits(key, bit_width, shape):
+  return prng.threefry_random_bits(key, bit_width, shape)
+
+
+# =============================================================================
+# Argument helpers
+# =============================================================================
+
+def _user_dtype(dtype, default, stacklevel=4):
+  """The canonical dtype of a `dtype=` argument (None: `default`). With x64 off a
+  64-bit request becomes 32-bit, with JAX's truncation warning."""
+  if dtype is None:
+    dtype = default
+  dtypes.check_user_dtype_supported(dtype, None, stacklevel=stacklevel)
+  return dtypes.canonicalize_dtype(dtype)
+
+
+def _shape_arg(shape):
+  return canonicalize_shape(shape)
+
+
+def _check_shape(name, shape, *param_shapes):
+  if param_shapes:
+    shape_ = lax.broadcast_shapes(shape, *param_shapes)
+    if tuple(shape) != shape_:
+      raise ValueError(
+          f"{name} parameter shapes must be broadcast-compatible with shape argument, and "
+          "the result of broadcasting the shapes must equal the shape argument, but got "
+          f"result {shape_} for shape argument {tuple(shape)}.")
+
+
+def _check_broadcast_shapes(name, shape, *args):
+  arg_shapes = [np.shape(a) for a in args]
+  if shape is None:
+    return lax.broadcast_shapes(*arg_shapes) if arg_shapes else ()
+  shape = _shape_arg(shape)
+  _check_shape(name, shape, *arg_shapes)
+  return shape
+
+
+def _isnan(x):
+  return lax.ne(x, x)
+
+
+def _const(x, v):
+  return np.array(v, get_aval(x).dtype)
+
+
+def _check_float(name, dtype, what="a float"):
+  if not dtypes.issubdtype(dtype, np.floating):
+    raise ValueError(f"dtype argument to `{name}` must be {what} dtype, got {dtype}")
+
+
+def _concrete_int(x, what):
+  return concrete_or_error(operator.index, x, f"The error occurred in {what}")
+
+
+def _lax_fn(name, *modules):
+  """`name` from the first of the tracejax modules `modules` that defines it.
+
+  Sorting and linear algebra are written in other files; this finds them at call
+  time and says clearly what is missing when a sampler needs them.
+  """
+  import importlib
+  for modname in modules:
+    try:
+      mod = importlib.import_module(modname)
+    except ModuleNotFoundError:
+      continue
+    fn = getattr(mod, name, None)
+    if fn is not None:
+      return fn
+  raise NotImplementedError(f"this sampler needs `{name}`, which tracejax does not have yet "
+                            f"(looked in {', '.join(modules)})")
+
+
+_SORT_MODULES = ("tracejax._src.lax.sorting", "tracejax._src.lax.sort")
+_LINALG_MODULES = ("tracejax._src.numpy.linalg", "tracejax._src.lax.linalg")
+
+
+def _sort_key_val(keys, values, dimension=-1):
+  return _lax_fn("sort_key_val", *_SORT_MODULES)(keys, values, dimension)
+
+
+def _top_k_indices(x, k):
+  """Indices of the `k` largest entries along the last axis (ties: lowest index first),
+  as `lax.top_k(x, k)[1]`."""
+  try:
+    top_k = _lax_fn("top_k", *_SORT_MODULES)
+  except NotImplementedError:
+    top_k = None
+  if top_k is not None:
+    return top_k(x, k)[1]
+  # A stable ascending sort of -x puts the largest first, ties in index order.
+  n = x.shape[-1]
+  idx = lax.broadcasted_iota(np.int32, x.shape, x.ndim - 1)
+  _, perm = _sort_key_val(lax.neg(x), idx, x.ndim - 1)
+  return lax.slice_in_dim(perm, 0, k, axis=x.ndim - 1) if k < n else perm
+
+
+def _take(arr, ind, axis):
+  """`jnp.take(arr, ind, axis)` for in-range integer indices."""
+  arr = jnp.moveaxis(arr, axis, 0)
+  out = arr[ind]
+  return jnp.moveaxis(out, tuple(range(np.ndim(ind))),
+                      tuple(range(axis, axis + np.ndim(ind)))) if axis else out
+
+
+def _searchsorted_left(sorted_arr, query):
+  """`jnp.searchsorted(sorted_arr, query)` (side='left') for a 1-D `sorted_arr`: the
+  number of entries strictly below each query, by bisection (log2(n) gathers)."""
+  n = sorted_arr.shape[0]
+  lo = jnp.zeros(np.shape(query), np.int32)
+  hi = jnp.full(np.shape(query), n, np.int32)
+  for _ in range(max(1, int(n).bit_length())):
+    active = lo < hi
+    mid = lax.div(lo + hi, np.int32(2))
+    below = sorted_arr[jnp.minimum(mid, n - 1)] < query
+    go_right = active & below
+    lo = jnp.where(go_right, mid + 1, lo)
+    hi = jnp.where(active & ~below, mid, hi)
+  return lo
+
+
+def _softmax(x, axis=-1):
+  # jax.nn.softmax: the max is a constant for the derivative.
+  x_max = jnp.max(x, axis, keepdims=True)
+  unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
+  return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
+
+
+# =============================================================================
+# bits, uniform, randint
+# =============================================================================
+
+def bits(key, shape=(), dtype=None):
+  """Uniform random bits of an unsigned integer `dtype` (default uint32)."""
+  key, _ = _check_prng_key("bits", key)
+  dtype = _user_dtype(dtype, dtypes.default_uint_dtype())
+  if not dtypes.issubdtype(dtype, np.unsignedinteger):
+    raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
+  shape = _shape_arg(shape)
+  return _bits(key, shape, dtype.itemsize * 8)
+
+
+@_jit(static_argnums=(1, 2))
+def _bits(key, shape, bit_width):
+  return _random_bits(key, bit_width, shape)
+
+
+def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
+  """Uniform floats in [minval, maxval) of `shape` and float `dtype`."""
+  key, _ = _check_prng_key("uniform", key)
+  dtype = _user_dtype(dtype, float)
+  shape = _shape_arg(shape)
+  if not dtypes.issubdtype(dtype, np.floating):
+    raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dtype}")
+  return _uniform(key, minval, maxval, shape, dtype)
+
+
+@_jit(static_argnums=(3, 4))
+def _uniform(key, minval, maxval, shape, dtype):
+  _check_shape("uniform", shape)
+  if not dtypes.issubdtype(dtype, np.floating):
+    raise TypeError("uniform only accepts floating point dtypes.")
+  minval = lax.convert_element_type(minval, dtype)
+  maxval = lax.convert_element_type(maxval, dtype)
+  minval = lax.broadcast_to_rank(minval, len(shape))
+  maxval = lax.broadcast_to_rank(maxval, len(shape))
+  finfo = dtypes.finfo(dtype)
+  nbits, nmant = finfo.bits, finfo.nmant
+  if nbits not in (8, 16, 32, 64):
+    raise TypeError(f"uniform only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}.")
+  rng_bits = 8 if nmant < 8 else nbits
+  bits_ = _random_bits(key, rng_bits, shape)
+  uint_dtype = UINT_DTYPES[nbits]
+  if rng_bits != nbits:
+    bits_ = lax.convert_element_type(bits_, uint_dtype)
+  # The top `nmant` random bits as the mantissa of a float in [1, 2), minus 1: exactly
+  # m * 2**-nmant, so each of the 2**nmant values is equally likely.
+  float_bits = lax.shift_right_logical(bits_, np.array(rng_bits - nmant, uint_dtype))
+  float_bits = lax.bitwise_or(float_bits, np.array(1.0, dtype).view(uint_dtype))
+  floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), np.array(1., dtype))
+  # minval/maxval may broadcast (size-1 axes): jnp arithmetic, same primitives.
+  return jnp.maximum(minval, jnp.reshape(floats * (maxval - minval) + minval, shape))
+
+
+def _convert_and_clip_integer(val, dtype):
+  min_val = max(int(dtypes.iinfo(dtype).min), int(dtypes.iinfo(val.dtype).min))
+  max_val = min(int(dtypes.iinfo(dtype).max), int(dtypes.iinfo(val.dtype).max))
+  return jnp.clip(val, np.array(min_val, val.dtype), np.array(max_val, val.dtype)).astype(dtype)
+
+
+def randint(key, shape, minval, maxval, dtype=None):
+  """Uniform integers in [minval, maxval) of `shape` and integer `dtype`.
+
+  Draws twice the bits of `dtype` per value and reduces them modulo the span, as
+  JAX does (unbiased up to (span**2) / 2**(2 * nbits)).
+  """
+  key, _ = _check_prng_key("randint", key)
+  dtype = _user_dtype(dtype, int)
+  shape = _shape_arg(shape)
+  if not dtypes.issubdtype(dtype, np.integer):
+    raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
+  info = dtypes.iinfo(dtype)
+  dtype_for_sampling = dtype
+  if info.bits < 32:
+    # Sample in 32 bits so that the small dtype's whole range is unbiased.
+    dtype_for_sampling = np.dtype("int32")
+    minval = jnp.clip(jnp.asarray(minval).astype("int32"), int(info.min), int(info.max))
+    maxval = jnp.clip(jnp.asarray(maxval).astype("int32"), int(info.min), int(info.max) + 1)
+  return _randint(key, minval, maxval, shape, dtype_for_sampling).astype(dtype)
+
+
+@_jit(static_argnums=(3, 4))
+def _randint(key, minval, maxval, shape, dtype):
+  _check_shape("randint", shape, np.shape(minval), np.shape(maxval))
+  _jnp_util.check_arraylike("randint", minval, maxval)
+  minval = jnp.asarray(minval)
+  maxval = jnp.asarray(maxval)
+  if not dtypes.issubdtype(minval.dtype, np.integer):
+    minval = minval.astype(int)
+  if not dtypes.issubdtype(maxval.dtype, np.integer):
+    maxval = maxval.astype(int)
+  # randint(key, shape, 0, 256, 'uint8'): maxval past the dtype's max widens the span.
+  maxval_out_of_range = lax.gt(
+      maxval, _convert_and_clip_integer(jnp.array(dtypes.iinfo(dtype).max, dtype),
+                                        maxval.dtype))
+  minval = _convert_and_clip_integer(minval, dtype)
+  maxval = _convert_and_clip_integer(maxval, dtype)
+  # The elementwise ops below are strict about shapes: give the bounds the full shape
+  # (the values are those of JAX's size-1 broadcasting).
+  minval = jnp.broadcast_to(minval, shape)
+  maxval = jnp.broadcast_to(maxval, shape)
+  maxval_out_of_range = jnp.broadcast_to(maxval_out_of_range, shape)
+  nbits = dtypes.iinfo(dtype).bits
+  if nbits not in (8, 16, 32, 64):
+    raise TypeError(f"randint only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}")
+  k1, k2 = _unstack_keys(_split(key))
+  higher_bits = _random_bits(k1, nbits, shape)
+  lower_bits = _random_bits(k2, nbits, shape)
+  unsigned_dtype = UINT_DTYPES[nbits]
+  span = lax.convert_element_type(lax.sub(maxval, minval), unsigned_dtype)
+  # maxval <= minval: span 1, so minval is always returned (jax issue #222).
+  span = lax.select(lax.le(maxval, minval), lax.full_like(span, 1), span)
+  # Out-of-range maxval: one more value (wrapping to 0 means the whole range).
+  span = lax.select(lax.bitwise_and(maxval_out_of_range, lax.gt(maxval, minval)),
+                    lax.add(span, _const(span, 1)), span)
+  # (hi * 2**nbits + lo) % span without overflow: 2**nbits % span as (2**(nbits/2))**2.
+  multiplier = lax.rem(lax.full_like(span, 2 ** (nbits // 2)), span)
+  multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
+  random_offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier),
+                          lax.rem(lower_bits, span))
+  random_offset = lax.rem(random_offset, span)
+  return lax.add(minval, lax.convert_element_type(random_offset, dtype))
+
+
+def _unstack_keys(keys):
+  """The keys of a `(n, 2)` key array as a list."""
+  return [lax.index_in_dim(keys, i, 0, keepdims=False) for i in range(keys.shape[0])]
+
+
+# =============================================================================
+# permutation, shuffle, choice
+# =============================================================================
+
+def permutation(key, x, axis=0, independent=False):
+  """A random permutation of `arange(x)` (integer `x`) or of `x` along `axis`.
+
+  With `independent=True` each slice along the other axes is permuted on its own.
+  """
+  key, _ = _check_prng_key("permutation", key)
+  _jnp_util.check_arraylike("permutation", x)
+  axis = _jnp_util.canonicalize_axis(axis, np.ndim(x) or 1)
+  if not np.ndim(x):
+    if not dtypes.issubdtype(dtypes.dtype(x), np.integer):
+      raise TypeError("x must be an integer or at least 1-dimensional")
+    r = concrete_or_error(int, x, "argument x of jax.random.permutation()")
+    return _shuffle(key, jnp.arange(r), axis)
+  x = x if _jnp_util.is_array(x) else jnp.asarray(x)
+  if independent or np.ndim(x) == 1:
+    return _shuffle(key, x, axis)
+  ind = _shuffle(key, jnp.arange(x.shape[axis]), 0)
+  return _take(x, ind, axis)
+
+
+def shuffle(key, x, axis=0):
+  """`x` shuffled along `axis` (deprecated in JAX in favour of `permutation`)."""
+  warnings.warn("jax.random.shuffle is deprecated and will be removed in a future release. "
+                "Use jax.random.permutation with independent=True.", FutureWarning,
+                stacklevel=2)
+  key, _ = _check_prng_key("shuffle", key)
+  x = x if _jnp_util.is_array(x) else jnp.asarray(x)
+  return _shuffle(key, x, _jnp_util.canonicalize_axis(axis, np.ndim(x)))
+
+
+@_jit(static_argnums=(2,))
+def _shuffle(key, x, axis):
+  # Sorting by random 32-bit keys is a uniform permutation once all keys differ; a
+  # fixed number of rounds with fresh keys makes a collision negligible (exponent 3
+  # of tjablin@'s analysis, as JAX and TensorFlow use).
+  exponent = 3
+  uint32max = np.iinfo(np.uint32).max
+  num_rounds = int(np.ceil(exponent * np.log(max(1, x.size)) / np.log(uint32max)))
+  for _ in range(num_rounds):
+    key, subkey = _unstack_keys(_split(key))
+    sort_keys = _random_bits(subkey, 32, x.shape)
+    _, x = _sort_key_val(sort_keys, x, axis)
+  return x
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
+  """Random samples from `a` (an array, or `arange(a)` for an integer `a`).
+
+  With replacement: uniform indices, or inverse-CDF indices for probabilities `p`.
+  Without: a permutation prefix, or the Gumbel top-k trick when `p` is given.
+  """
+  key, _ = _check_prng_key("choice", key)
+  if not isinstance(shape, Sequence):
+    raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
+  _jnp_util.check_arraylike("choice", a)
+  arr = a if _jnp_util.is_array(a) else jnp.asarray(a)
+  if arr.ndim == 0:
+    n_inputs = concrete_or_error(int, a, "The error occurred in jax.random.choice()")
+  else:
+    axis = _jnp_util.canonicalize_axis(axis, arr.ndim)
+    n_inputs = arr.shape[axis]
+  shape = tuple(shape)
+  n_draws = math.prod(shape)
+  if n_draws == 0:
+    return jnp.zeros(shape, dtype=arr.dtype)
+  if n_inputs <= 0:
+    raise ValueError("a must be greater than 0 unless no samples are taken")
+  if not replace and n_draws > n_inputs:
+    raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population "
+                     f"(size {n_inputs}) when 'replace=False'")
+  if p is None:
+    if replace:
+      ind = randint(key, shape, 0, n_inputs)
+      result = ind if arr.ndim == 0 else _take(arr, ind, axis)
+    else:
+      slices = (slice(None),) * axis + (slice(n_draws),)
+      result = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)[slices]
+  else:
+    _jnp_util.check_arraylike("choice", p)
+    p_arr, = _jnp_util.promote_dtypes_inexact(p)
+    p_arr = _jnp_util.to_array(p_arr)
+    if p_arr.shape != (n_inputs,):
+      raise ValueError(
+          "p must be None or a 1D vector with the same size as a.shape[axis]. "
+          f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
+    if replace:
+      p_cuml = jnp.cumsum(p_arr)
+      r = p_cuml[-1] * (1 - uniform(key, shape, dtype=p_cuml.dtype))
+      ind = _searchsorted_left(p_cuml, r).astype(int)
+    else:
+      # Gumbel top-k: the k largest of log p + Gumbel noise are a sample without
+      # replacement with probabilities p.
+      g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+      ind = _top_k_indices(g, n_draws).astype(int)
+    result = ind if arr.ndim == 0 else _take(arr, ind, axis)
+  return result.reshape(shape if arr.ndim == 0 else
+                        arr.shape[0:axis] + tuple(shape) + arr.shape[axis + 1:])
+
+
+# =============================================================================
+# normal, multivariate_normal, truncated_normal, lognormal
+# =============================================================================
+
+def normal(key, shape=(), dtype=None):
+  """Standard normal samples of `shape` and float (or complex) `dtype`."""
+  key, _ = _check_prng_key("normal", key)
+  shape = _shape_arg(shape)
+  dtype = _user_dtype(dtype, float)
+  if not dtypes.issubdtype(dtype, np.inexact):
+    raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, "
+                     f"got {dtype}")
+  return _normal(key, shape, dtype)
+
+
+@_jit(static_argnums=(1, 2))
+def _normal(key, shape, dtype):
+  if dtypes.issubdtype(dtype, np.complexfloating):
+    sqrt2 = np.array(np.sqrt(2), dtype)
+    key_re, key_im = _unstack_keys(_split(key))
+    real_dtype = np.array(0, dtype).real.dtype
+    _re = _normal_real(key_re, shape, real_dtype).astype(dtype)
+    _im = _normal_real(key_im, shape, real_dtype).astype(dtype)
+    return (_re + 1j * _im) / sqrt2
+  return _normal_real(key, shape, dtype)
+
+
+@_jit(static_argnums=(1, 2))
+def _normal_real(key, shape, dtype):
+  _check_shape("normal", shape)
+  lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype), dtype=dtype)
+  hi = np.array(1., dtype)
+  u = _uniform(key, lo, hi, shape, dtype)
+  return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+  """Samples of N(mean, cov); `cov` is factored by `method` ('cholesky', 'svd', 'eigh')."""
+  key, _ = _check_prng_key("multivariate_normal", key)
+  mean, cov = _jnp_util.promote_dtypes_inexact(mean, cov)
+  mean, cov = _jnp_util.to_array(mean), _jnp_util.to_array(cov)
+  if method not in {"svd", "eigh", "cholesky"}:
+    raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+  dtype = mean.dtype if dtype is None else _user_dtype(dtype, float)
+  _check_float("multivariate_normal", dtype)
+  if shape is not None:
+    shape = _shape_arg(shape)
+  return _multivariate_normal(key, mean, cov, shape, dtype, method)
+
+
+@_jit(static_argnums=(3, 4, 5))
+def _multivariate_normal(key, mean, cov, shape, dtype, method):
+  if not np.ndim(mean) >= 1:
+    raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == "
+                     f"{np.ndim(mean)}")
+  if not np.ndim(cov) >= 2:
+    raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == "
+                     f"{np.ndim(cov)}")
+  n = mean.shape[-1]
+  if np.shape(cov)[-2:] != (n, n):
+    raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
+                     f"but got cov.shape == {np.shape(cov)}.")
+  if shape is None:
+    shape = lax.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+  else:
+    _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
+  if method == "svd":
+    u, s, _ = _lax_fn("svd", *_LINALG_MODULES)(cov)
+    factor = u * jnp.sqrt(s[..., None, :])
+  elif method == "eigh":
+    w, v = _lax_fn("eigh", *_LINALG_MODULES)(cov)
+    factor = v * jnp.sqrt(w[..., None, :])
+  else:
+    factor = _lax_fn("cholesky", *_LINALG_MODULES)(cov)
+  normal_samples = _normal(key, shape + mean.shape[-1:], dtype)
+  from tracejax._src.numpy.einsum import einsum
+  with config._override("jax_numpy_rank_promotion", "allow"):
+    return mean + einsum("...ij,...j->...i", factor, normal_samples)
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
+  """Standard normal samples restricted to (lower, upper), by inverting the CDF."""
+  if shape is not None:
+    shape = _shape_arg(shape)
+  key, _ = _check_prng_key("truncated_normal", key)
+  dtype = _user_dtype(dtype, float)
+  _check_float("truncated_normal", dtype)
+  return _truncated_normal(key, lower, upper, shape, dtype)
+
+
+@_jit(static_argnums=(3, 4))
+def _truncated_normal(key, lower, upper, shape, dtype):
+  if shape is None:
+    shape = lax.broadcast_shapes(np.shape(lower), np.shape(upper))
+  else:
+    _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+  sqrt2 = np.array(np.sqrt(2), dtype)
+  lower = lax.convert_element_type(lower, dtype)
+  upper = lax.convert_element_type(upper, dtype)
+  a = lax.erf(lower / sqrt2)
+  b = lax.erf(upper / sqrt2)
+  u = _uniform(key, a, b, shape, dtype)
+  out = sqrt2 * lax.erf_inv(u)
+  # Clamp into the open interval: rounding (or u == a) must not reach the bounds.
+  return jnp.clip(
+      out,
+      lax.nextafter(lax.stop_gradient(lower), np.array(np.inf, dtype=dtype)),
+      lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype=dtype)))
+
+
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
+  """exp(sigma * N(0, 1)) samples."""
+  key, _ = _check_prng_key("lognormal", key)
+  dtype = _user_dtype(dtype, float)
+  if not dtypes.issubdtype(dtype, np.inexact):
+    raise ValueError(f"dtype argument to `lognormal` must be a float or complex dtype, "
+                     f"got {dtype}")
+  shape = _check_broadcast_shapes("lognormal", shape, sigma)
+  return _lognormal(key, sigma, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _lognormal(key, sigma, shape, dtype):
+  sigma = lax.convert_element_type(sigma, dtype)
+  scaled_norm = _normal(key, shape, dtype) * sigma
+  return lax.exp(scaled_norm)
+
+
+# =============================================================================
+# bernoulli, rademacher, categorical, gumbel
+# =============================================================================
+
+def bernoulli(key, p=0.5, shape=None, mode="low"):
+  """Boolean samples that are True with probability `p` (broadcast against `shape`).
+
+  mode='high' spends a second uniform on the low bits, for tiny `p`.
+  """
+  if shape is not None:
+    shape = _shape_arg(shape)
+  if mode not in ["high", "low"]:
+    raise ValueError(f"got {mode=}, expected 'high' or 'low'")
+  key, _ = _check_prng_key("bernoulli", key)
+  dtype = dtypes.dtype(p, canonicalize=True)
+  if not dtypes.issubdtype(dtype, np.floating):
+    raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
+  p = lax.convert_element_type(p, dtype)
+  return _bernoulli(key, p, shape, mode)
+
+
+@_jit(static_argnums=(2, 3))
+def _bernoulli(key, p, shape, mode):
+  if shape is None:
+    shape = np.shape(p)
+  else:
+    _check_shape("bernoulli", shape, np.shape(p))
+  dtype = p.dtype
+  if mode == "high":
+    u1, u2 = _unstack_keys(_uniform(key, 0., 1., (2, *shape), dtype))
+    u2 = u2 * (2 ** -dtypes.finfo(dtype).nmant)  # resolution of one uniform sample
+    return u2 < p - u1
+  return _uniform(key, 0., 1., shape, dtype) < p
+
+
+def rademacher(key, shape=(), dtype=None):
+  """Random signs: -1 and +1 with probability 1/2 each."""
+  key, _ = _check_prng_key("rademacher", key)
+  dtype = _user_dtype(dtype, int)
+  shape = _shape_arg(shape)
+  return _rademacher(key, shape, dtype)
+
+
+@_jit(static_argnums=(1, 2))
+def _rademacher(key, shape, dtype):
+  # JAX passes the Python float 0.5: float32, or float64 with x64 on.
+  p = lax.convert_element_type(0.5, dtypes.canonicalize_dtype(float))
+  bernoulli_samples = _bernoulli(key, p, shape, "low").astype(dtype)
+  return (2 * bernoulli_samples - 1).astype(dtype)
+
+
+def gumbel(key, shape=(), dtype=None, mode=None):
+  """Standard Gumbel samples: -log(-log(U)).
+
+  mode 'low' (default) resolves the left tail to float precision; 'high' and
+  'highest' spend more bits on it.
+  """
+  key, _ = _check_prng_key("gumbel", key)
+  dtype = _user_dtype(dtype, float)
+  _check_float("gumbel", dtype)
+  shape = _shape_arg(shape)
+  if mode is None:
+    mode = "low"
+  if mode not in ("highest", "high", "low"):
+    raise ValueError("Must provide valid mode for gumbel got: %s" % mode)
+  return _gumbel(key, shape, dtype, mode)
+
+
+def _safe_int_to_float(bits_, dtype):
+  # Two uint32 words as a 64-bit fixed-point fraction, rounded to float32 without
+  # losing the leading zeros (the far left tail of the Gumbel).
+  finfo = dtypes.finfo(dtype)
+  hiclz, loclz = _unstack_keys(lax.clz(bits_))
+  hi, lo = _unstack_keys(bits_)
+  u32 = np.uint32
+  mantissa = lax.bitwise_or(
+      lax.shift_left(hi, hiclz),
+      jnp.where(hiclz == 32, lax.shift_left(lo, loclz),
+                lax.shift_right_logical(lo, u32(finfo.bits) - hiclz)))
+  mantissa = lax.shift_right_logical(mantissa, u32(finfo.bits - finfo.nmant - 1))
+  mantissa = lax.bitwise_and(mantissa, u32((1 << finfo.nmant) - 1))
+  exp = lax.shift_left(u32(-finfo.minexp) - jnp.where(hiclz == 32, 32 + loclz, hiclz),
+                       u32(finfo.nmant))
+  exp = lax.bitwise_and(exp, u32((1 << (finfo.bits - 2)) - (1 << (finfo.nmant - 1))))
+  return lax.bitcast_convert_type(lax.bitwise_or(exp, mantissa), dtype)
+
+
+@_jit(static_argnums=(1, 2, 3))
+def _gumbel(key, shape, dtype, mode):
+  _check_shape("gumbel", shape)
+  info = dtypes.finfo(dtype)
+  if dtype == np.float32 and mode == "highest":
+    bits_ = _random_bits(key, info.bits, (2,) + shape)
+    neg = lax.bitwise_not(bits_)
+    lo_bits = neg[1]
+    # 1 - bits in u64 fixed point.
+    carry = jnp.stack([(lo_bits == np.uint32(0xFFFFFFFF)).astype(np.uint32),
+                       jnp.ones_like(lo_bits)])
+    neg = neg + carry
+    flip_mask = bits_[0] < np.uint32(1 << (info.bits - 1))
+    x = _safe_int_to_float(jnp.where(flip_mask, bits_, neg), np.float32)
+    # log1p on (0, 0.5), log on [0.5, 1).
+    return jnp.where(flip_mask, -jnp.log(-jnp.log1p(-x)), -jnp.log(-jnp.log(x)))
+  if mode in ("high", "highest"):
+    high, low = _unstack_keys(_uniform(key, 0., 1., (2,) + shape, dtype))
+    x = jnp.where(high >= 0.5, high, high + 2 ** -(info.nmant) * low + info.tiny)
+    return -jnp.log(-jnp.log1p(-x))
+  return -jnp.log(-jnp.log(_uniform(key, info.tiny, 1., shape, dtype)))
+
+
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+  """Samples of categories with unnormalized log-probabilities `logits` along `axis`.
+
+  `shape` must be broadcast-compatible with the batch shape `np.delete(logits.shape,
+  axis)` (the default); returns integer indices. Uses the Gumbel-max trick.
+  """
+  key, _ = _check_prng_key("categorical", key)
+  _jnp_util.check_arraylike("categorical", logits)
+  logits_arr = _jnp_util.to_array(logits)
+  batch_shape = tuple(np.delete(logits_arr.shape, axis))
+  if shape is None:
+    shape = batch_shape
+  else:
+    shape = _shape_arg(shape)
+    _check_shape("categorical", shape, batch_shape)
+  shape_prefix = shape[:len(shape) - len(batch_shape)]
+  if replace:
+    if axis >= 0:
+      axis -= len(logits_arr.shape)
+    logits_shape = list(shape[len(shape) - len(batch_shape):])
+    logits_shape.insert(axis % len(logits_arr.shape), logits_arr.shape[axis])
+    return jnp.argmax(
+        gumbel(key, (*shape_prefix, *logits_shape), logits_arr.dtype, mode=mode) +
+        lax.expand_dims(logits_arr, tuple(range(len(shape_prefix)))),
+        axis=axis)
+  logits_arr = logits_arr + gumbel(key, logits_arr.shape, logits_arr.dtype, mode=mode)
+  k = math.prod(shape_prefix)
+  if k > logits_arr.shape[axis]:
+    raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number "
+                     f"of categories ({logits_arr.shape[axis]}).")
+  indices = _top_k_indices(jnp.moveaxis(logits_arr, axis, -1), k)
+  dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
+  return lax.reshape(indices, shape, dimensions)
+
+
+# =============================================================================
+# Simple transforms of one uniform or normal draw
+# =============================================================================
+
+def _float_sampler_args(name, key, dtype):
+  key, _ = _check_prng_key(name, key)
+  dtype = _user_dtype(dtype, float, stacklevel=5)
+  _check_float(name, dtype)
+  return key, dtype
+
+
+def cauchy(key, shape=(), dtype=None):
+  """Standard Cauchy samples: tan(pi * (U - 1/2))."""
+  key, dtype = _float_sampler_args("cauchy", key, dtype)
+  return _cauchy(key, _shape_arg(shape), dtype)
+
+
+@_jit(static_argnums=(1, 2))
+def _cauchy(key, shape, dtype):
+  _check_shape("cauchy", shape)
+  u = _uniform(key, dtypes.finfo(dtype).eps, 1., shape, dtype)
+  pi = _const(u, np.pi)
+  return lax.tan(lax.mul(pi, lax.sub(u, _const(u, 0.5))))
+
+
+def exponential(key, shape=(), dtype=None):
+  """Standard exponential samples: -log(1 - U)."""
+  key, dtype = _float_sampler_args("exponential", key, dtype)
+  return _exponential(key, _shape_arg(shape), dtype)
+
+
+@_jit(static_argnums=(1, 2))
+def _exponential(key, shape, dtype):
+  _check_shape("exponential", shape)
+  u = _uniform(key, 0., 1., shape, dtype)
+  # 1 - u is in (0, 1]: log never sees 0.
+  return lax.neg(lax.log1p(lax.neg(u)))
+
+
+def laplace(key, shape=(), dtype=None):
+  """Standard Laplace samples."""
+  key, dtype = _float_sampler_args("laplace", key, dtype)
+  return _laplace(key, _shape_arg(shape), dtype)
+
+
+@_jit(static_argnums=(1, 2))
+def _laplace(key, shape, dtype):
+  _check_shape("laplace", shape)
+  u = _uniform(key, -1. + dtypes.finfo(dtype).epsneg, 1., shape, dtype)
+  return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+def logistic(key, shape=(), dtype=None):
+  """Standard logistic samples: log(U / (1 - U))."""
+  key, dtype = _float_sampler_args("logistic", key, dtype)
+  return _logistic(key, _shape_arg(shape), dtype)
+
+
+@_jit(static_argnums=(1, 2))
+def _logistic(key, shape, dtype):
+  _check_shape("logistic", shape)
+  x = _uniform(key, dtypes.finfo(dtype).tiny, 1., shape, dtype)
+  return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+
+
+def pareto(key, b, shape=None, dtype=None):
+  """Pareto samples with shape parameter `b` (support [1, inf)): exp(E / b)."""
+  key, dtype = _float_sampler_args("pareto", key, dtype)
+  shape = _check_broadcast_shapes("pareto", shape, b)
+  return _pareto(key, b, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _pareto(key, b, shape, dtype):
+  b = lax.convert_element_type(b, dtype)
+  e = _exponential(key, shape, dtype)
+  return lax.exp(e / b)
+
+
+def maxwell(key, shape=(), dtype=None):
+  """Maxwell samples: the norm of three standard normals."""
+  key, dtype = _float_sampler_args("maxwell", key, dtype)
+  return _maxwell(key, _shape_arg(shape), dtype)
+
+
+@_jit(static_argnums=(1, 2))
+def _maxwell(key, shape, dtype):
+  norm_rvs = _normal(key, shape + (3,), dtype)
+  # jnp.linalg.norm of a real vector: sqrt(sum(x * x)).
+  return jnp.sqrt(jnp.sum(norm_rvs * norm_rvs, axis=-1))
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+  """Double-sided Maxwell samples: random sign * Maxwell * scale + loc.
+
+  The result shape is `shape + broadcast(loc, scale).shape`.
+  """
+  key, dtype = _float_sampler_args("double_sided_maxwell", key, dtype)
+  return _double_sided_maxwell(key, loc, scale, _shape_arg(shape), dtype)
+
+
+@_jit(static_argnums=(3, 4))
+def _double_sided_maxwell(key, loc, scale, shape, dtype):
+  params_shapes = lax.broadcast_shapes(np.shape(loc), np.shape(scale))
+  if not shape:
+    shape = params_shapes
+  shape = shape + params_shapes
+  maxwell_key, rademacher_key = _unstack_keys(_split(key))
+  maxwell_rvs = _maxwell(maxwell_key, shape, dtype)
+  random_sign = _rademacher(rademacher_key, shape, dtype)
+  return random_sign * maxwell_rvs * scale + loc
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+  """Weibull samples: scale * (-log(1 - U)) ** (1 / concentration)."""
+  key, dtype = _float_sampler_args("weibull_min", key, dtype)
+  return _weibull_min(key, scale, concentration, _shape_arg(shape), dtype)
+
+
+@_jit(static_argnums=(3, 4))
+def _weibull_min(key, scale, concentration, shape, dtype):
+  random_uniform = _uniform(key, 0, 1, shape, dtype)
+  return jnp.power(-jnp.log1p(-random_uniform), 1.0 / concentration) * scale
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+  """Rayleigh samples: scale * sqrt(-2 log U)."""
+  key, dtype = _float_sampler_args("rayleigh", key, dtype)
+  shape = _check_broadcast_shapes("rayleigh", shape, scale)
+  return _rayleigh(key, scale, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _rayleigh(key, scale, shape, dtype):
+  u = _uniform(key, 0., 1., shape, dtype)
+  scale = jnp.asarray(scale).astype(dtype)
+  scale = jnp.broadcast_to(scale, shape)
+  log_u = lax.log(u)
+  n_two = _const(scale, -2)
+  sqrt_u = lax.sqrt(lax.mul(log_u, n_two))
+  return lax.mul(scale, sqrt_u)
+
+
+def wald(key, mean, shape=None, dtype=None):
+  """Wald (inverse Gaussian, unit shape) samples with mean `mean`."""
+  key, dtype = _float_sampler_args("wald", key, dtype)
+  shape = _check_broadcast_shapes("wald", shape, mean)
+  return _wald(key, mean, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _wald(key, mean, shape, dtype):
+  k1, k2 = _unstack_keys(_split(key, 2))
+  mean = jnp.asarray(mean).astype(dtype)
+  mean = jnp.broadcast_to(mean, shape)
+  v = _normal(k1, shape, dtype)
+  z = _uniform(k2, 0., 1., shape, dtype)
+  y = lax.integer_pow(v, 2)
+  y_sq = lax.integer_pow(y, 2)
+  mean_sq = lax.integer_pow(mean, 2)
+  sqrt_term = lax.sqrt(4 * mean * y + mean_sq * y_sq)
+  x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
+  return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
+
+
+def geometric(key, p, shape=None, dtype=None):
+  """Geometric samples (number of trials to the first success, >= 1)."""
+  key, _ = _check_prng_key("geometric", key)
+  dtype = _user_dtype(dtype, int)
+  if not dtypes.issubdtype(dtype, np.integer):
+    raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dtype}")
+  shape = _check_broadcast_shapes("geometric", shape, p)
+  return _geometric(key, p, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _geometric(key, p, shape, dtype):
+  _jnp_util.check_arraylike("geometric", p)
+  p, = _jnp_util.promote_dtypes_inexact(p)
+  p = _jnp_util.to_array(p)
+  u = _uniform(key, 0., 1., shape, p.dtype)
+  # u == 0 would give log(0): JAX maps it to 1, keeping every other sample.
+  u = jnp.where(u == 0, 1, u)
+  log_u = lax.log(u)
+  log_one_minus_p = jnp.broadcast_to(lax.log1p(-p), shape)
+  g = lax.floor(lax.div(log_u, log_one_minus_p)) + 1
+  return g.astype(dtype)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+  """Triangular samples on [left, right] with peak at `mode`."""
+  key, dtype = _float_sampler_args("triangular", key, dtype)
+  shape = _check_broadcast_shapes("triangular", shape, left, mode, right)
+  return _triangular(key, left, mode, right, shape, dtype)
+
+
+@_jit(static_argnums=(4, 5))
+def _triangular(key, left, mode, right, shape, dtype):
+  left = jnp.broadcast_to(lax.convert_element_type(left, dtype), shape)
+  right = jnp.broadcast_to(lax.convert_element_type(right, dtype), shape)
+  mode = jnp.broadcast_to(lax.convert_element_type(mode, dtype), shape)
+  fc = (mode - left) / (right - left)
+  u = _uniform(key, 0., 1., shape, dtype)
+  out1 = left + lax.sqrt(u * (right - left) * (mode - left))
+  out2 = right - lax.sqrt((1 - u) * (right - left) * (right - mode))
+  return lax.select(u < fc, out1, out2)
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+  """Random `n x m` (default square) matrices with orthonormal columns or rows,
+  Haar-distributed: the Q of the QR of a normal matrix, with sign-fixed diagonal."""
+  _m = n if m is None else m
+  shape = _shape_arg(shape)
+  key, _ = _check_prng_key("orthogonal", key)
+  dtype = _user_dtype(dtype, float)
+  _check_shape("orthogonal", shape)
+  n = _concrete_int(n, "jax.random.orthogonal()")
+  _m = _concrete_int(_m, "jax.random.orthogonal()")
+  return _orthogonal(key, n, _m, shape, dtype)
+
+
+@_jit(static_argnums=(1, 2, 3, 4))
+def _orthogonal(key, n, _m, shape, dtype):
+  z = _normal(key, (*shape, max(n, _m), min(n, _m)), dtype)
+  q, r = _lax_fn("qr", *_LINALG_MODULES)(z)
+  d = jnp.diagonal(r, axis1=-2, axis2=-1)
+  x = q * jnp.expand_dims(jnp.sign(d), -2)
+  return jnp.swapaxes(x, -1, -2) if n < _m else x
+
+
+# =============================================================================
+# Gamma and the samplers built on it
+# =============================================================================
+
+def _gamma_one(key, alpha, log_space):
+  # Marsaglia and Tsang (2000), "A simple method for generating gamma variables".
+  from tracejax._src.control_flow import while_loop
+  dtype = alpha.dtype
+  zero, one, two, minus_one = (_const(alpha, v) for v in (0, 1, 2, -1))
+  one_over_two = _const(alpha, 0.5)
+  one_over_three = _const(alpha, 1. / 3.)
+  squeeze_const = _const(alpha, 0.0331)
+  # alpha < 1: sample Gamma(alpha + 1) * U ** (1 / alpha). In log space (loggamma) the
+  # boost is log(U) / alpha, which does not underflow for tiny alpha.
+  boost_mask = lax.ge(alpha, one)
+  alpha_orig = alpha
+  alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
+  d = lax.sub(alpha, one_over_three)
+  c = lax.div(one_over_three, lax.sqrt(d))
+
+  def _cond_fn(kXVU):
+    _, X, V, U = kXVU
+    # Both tests are evaluated (no short-circuit in a batched loop).
+    return lax.bitwise_and(
+        lax.ge(U, lax.sub(one, lax.mul(squeeze_const, lax.mul(X, X)))),
+        lax.ge(lax.log(U), lax.add(lax.mul(X, one_over_two),
+                                   lax.mul(d, lax.add(lax.sub(one, V), lax.log(V))))))
+
+  def _body_fn(kXVU):
+    def _next_kxv(kxv):
+      k = kxv[0]
+      k, subkey = _unstack_keys(_split(k))
+      x = _normal(subkey, (), dtype)
+      v = lax.add(one, lax.mul(x, c))
+      return k, x, v
+
+    k = kXVU[0]
+    k, x_key, U_key = _unstack_keys(_split(k, 3))
+    _, x, v = while_loop(lambda kxv: lax.le(kxv[2], zero), _next_kxv, (x_key, zero, minus_one))
+    X = lax.mul(x, x)
+    V = lax.mul(lax.mul(v, v), v)
+    U = _uniform(U_key, 0., 1., (), dtype)
+    return k, X, V, U
+
+  # The initial state makes _cond_fn true: the body runs at least once.
+  key, subkey = _unstack_keys(_split(key))
+  _, _, V, _ = while_loop(_cond_fn, _body_fn, (key, zero, one, two))
+  if log_space:
+    log_samples = lax.neg(_exponential(subkey, (), dtype))
+    log_boost = lax.select(lax.bitwise_or(boost_mask, log_samples == 0), zero,
+                           lax.mul(log_samples, lax.div(one, alpha_orig)))
+    return lax.add(lax.add(lax.log(d), lax.log(V)), log_boost)
+  samples = 1 - _uniform(subkey, 0., 1., (), dtype)
+  boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
+  return lax.mul(lax.mul(d, V), boost)
+
+
+def _gamma_grad(sample, a, *, log_space):
+  # The implicit reparameterization gradient d sample / d a = -(dF/da) / (dF/dx) of the
+  # Gamma CDF F, which `random_gamma_grad` computes elementwise.
+  samples = sample
+  if log_space:
+    # d log(x) / da = (dx / da) / x; exp(log x) may round to 0: use the tiniest float.
+    samples = lax.exp(samples)
+    tiny = lax.full_like(samples, dtypes.finfo(samples.dtype).tiny)
+    samples = lax.select(lax.eq(samples, _const(samples, 0)), tiny, samples)
+    return lax.random_gamma_grad(a, samples) / samples
+  return lax.random_gamma_grad(a, samples)
+
+
+def _gamma_impl(key, a, *, log_space):
+  # One key per element of `a`: the keys (leading axes of `a`, from batching) are
+  # each split into as many keys as the remaining elements.
+  from tracejax._src.api import vmap
+  a_shape = tuple(np.shape(a))
+  key_ndim = np.ndim(key) - 1
+  if math.prod(a_shape) == 0:
+    return lax.full(a_shape, 0, a.dtype)
+  split_count = math.prod(a_shape[key_ndim:])
+  keys = lax.reshape(key, (math.prod(np.shape(key)[:-1]), 2))
+  keys = vmap(lambda k: prng.threefry_split(k, (split_count,)))(keys)
+  keys = lax.reshape(keys, (math.prod(a_shape), 2))
+  alphas = lax.reshape(a, (math.prod(a_shape),))
+  samples = vmap(functools.partial(_gamma_one, log_space=log_space))(keys, alphas)
+  return lax.reshape(samples, a_shape)
+
+
+def _random_gamma_shape_rule(key, a, *, log_space):
+  if key.dtype != np.uint32 or key.shape[-1:] != (2,) or \
+      tuple(a.shape[:key.ndim - 1]) != tuple(key.shape[:-1]):
+    raise TypeError(f"random_gamma: keys of shape {key.shape} do not lead the shape "
+                    f"{a.shape} of a")
+  return a.shape
+
+
+def _random_gamma_dtype_rule(key, a, *, log_space):
+  lax_utils.check_dtypes("random_gamma", lax_utils._float, a)
+  return a.dtype
+
+
+def _random_gamma_batch_rule(args, dims, *, log_space):
+  k, a = args
+  bk, ba = dims
+  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  k = lax_utils.bdim_at_front(k, bk, size)
+  a = lax_utils.bdim_at_front(a, ba, size)
+  return random_gamma_p.bind(k, a, log_space=log_space), 0
+
+
+# random_gamma(keys, a): Gamma(a) samples (their logs with log_space), one key per
+# leading element. A primitive, so the implicit gradient can be its JVP.
+random_gamma_p = lax_utils.standard_primitive(
+    _random_gamma_shape_rule, _random_gamma_dtype_rule, "random_gamma",
+    weak_type_rule=lambda key, a, **_: a.weak_type)
+ad.defjvp2(random_gamma_p, None,
+           lambda g, ans, key, a, **kw: lax.mul(g, _gamma_grad(ans, a, **kw)))
+batching.primitive_batchers[random_gamma_p] = _random_gamma_batch_rule
+mlir.register_lowering(random_gamma_p,
+                       mlir.lower_fun(_gamma_impl, multiple_results=False))
+
+
+def gamma(key, a, shape=None, dtype=None):
+  """Gamma(a, 1) samples; differentiable in `a` (implicit reparameterization)."""
+  key, dtype = _float_sampler_args("gamma", key, dtype)
+  if shape is not None:
+    shape = _shape_arg(shape)
+  return _gamma(key, a, shape, dtype, False)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+  """log of Gamma(a, 1) samples, accurate for small `a` where the samples underflow."""
+  key, dtype = _float_sampler_args("loggamma", key, dtype)
+  if shape is not None:
+    shape = _shape_arg(shape)
+  return _gamma(key, a, shape, dtype, True)
+
+
+@_jit(static_argnums=(2, 3, 4))
+def _gamma(key, a, shape, dtype, log_space):
+  if shape is None:
+    shape = np.shape(a)
+  else:
+    _check_shape("gamma", shape, np.shape(a))
+  a = lax.convert_element_type(a, dtype)
+  if np.shape(a) != shape:
+    a = jnp.broadcast_to(a, shape)
+  return random_gamma_p.bind(key, a, log_space=log_space)
+
+
+def beta(key, a, b, shape=None, dtype=None):
+  """Beta(a, b) samples, from two log-gamma draws (accurate for small a, b)."""
+  key, dtype = _float_sampler_args("beta", key, dtype)
+  shape = _check_broadcast_shapes("beta", shape, a, b)
+  return _beta(key, a, b, shape, dtype)
+
+
+@_jit(static_argnums=(3, 4))
+def _beta(key, a, b, shape, dtype):
+  a = lax.convert_element_type(a, dtype)
+  b = lax.convert_element_type(b, dtype)
+  key_a, key_b = _unstack_keys(_split(key))
+  a = jnp.broadcast_to(a, shape)
+  b = jnp.broadcast_to(b, shape)
+  log_gamma_a = _gamma(key_a, a, shape, dtype, True)
+  log_gamma_b = _gamma(key_b, b, shape, dtype, True)
+  # gamma_a / (gamma_a + gamma_b), scaled by the larger so nothing underflows.
+  log_max = lax.max(log_gamma_a, log_gamma_b)
+  gamma_a_scaled = jnp.exp(log_gamma_a - log_max)
+  gamma_b_scaled = jnp.exp(log_gamma_b - log_max)
+  return gamma_a_scaled / (gamma_a_scaled + gamma_b_scaled)
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+  """Dirichlet(alpha) samples (the last axis of `alpha` indexes the categories)."""
+  key, dtype = _float_sampler_args("dirichlet", key, dtype)
+  if shape is not None:
+    shape = _shape_arg(shape)
+  return _dirichlet(key, alpha, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _dirichlet(key, alpha, shape, dtype):
+  if not np.ndim(alpha) >= 1:
+    raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == "
+                     f"{np.ndim(alpha)}")
+  if shape is None:
+    shape = np.shape(alpha)[:-1]
+  else:
+    _check_shape("dirichlet", shape, np.shape(alpha)[:-1])
+  alpha = lax.convert_element_type(alpha, dtype)
+  # Normalize gammas in log space: small alpha would underflow.
+  log_gamma_samples = _gamma(key, alpha, shape + np.shape(alpha)[-1:], dtype, True)
+  return _softmax(log_gamma_samples, -1)
+
+
+def t(key, df, shape=None, dtype=None):
+  """Student's t samples with `df` degrees of freedom."""
+  key, dtype = _float_sampler_args("t", key, dtype)
+  shape = _check_broadcast_shapes("t", shape, df)
+  return _t(key, df, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _t(key, df, shape, dtype):
+  df = lax.convert_element_type(df, dtype)
+  key_n, key_g = _unstack_keys(_split(key))
+  n = _normal(key_n, shape, dtype)
+  two = _const(n, 2)
+  half_df = lax.div(df, two)
+  g = _gamma(key_g, half_df, shape, dtype, False)
+  return n * jnp.sqrt(half_df / g)
+
+
+def chisquare(key, df, shape=None, dtype=None):
+  """Chi-square samples with `df` degrees of freedom: 2 * Gamma(df / 2)."""
+  key, dtype = _float_sampler_args("chisquare", key, dtype)
+  shape = _check_broadcast_shapes("chisquare", shape, df)
+  return _chisquare(key, df, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _chisquare(key, df, shape, dtype):
+  df = lax.convert_element_type(df, dtype)
+  two = _const(df, 2)
+  half_df = lax.div(df, two)
+  log_g = _gamma(key, half_df, shape, dtype, True)
+  return lax.mul(jnp.exp(log_g), two)
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None):
+  """F-distribution samples: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden)."""
+  key, dtype = _float_sampler_args("f", key, dtype)
+  shape = _check_broadcast_shapes("f", shape, dfnum, dfden)
+  return _f(key, dfnum, dfden, shape, dtype)
+
+
+@_jit(static_argnums=(3, 4))
+def _f(key, dfnum, dfden, shape, dtype):
+  dfden = lax.convert_element_type(dfden, dtype)
+  dfnum = lax.convert_element_type(dfnum, dtype)
+  key_dfd, key_dfn = _unstack_keys(_split(key))
+  chi2_dfn = _chisquare(key_dfn, dfnum, shape, dtype)
+  chi2_dfd = _chisquare(key_dfd, dfden, shape, dtype)
+  num = lax.div(chi2_dfn, dfnum)
+  den = lax.div(chi2_dfd, dfden)
+  return lax.div(num, den)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+  """Generalized normal samples with density proportional to exp(-|x|**p)."""
+  shape = _shape_arg(shape)
+  key, dtype = _float_sampler_args("generalized_normal", key, dtype)
+  _check_shape("generalized_normal", shape)
+  return _generalized_normal(key, p, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _generalized_normal(key, p, shape, dtype):
+  k0, k1 = _unstack_keys(_split(key))
+  g = _gamma(k0, jnp.asarray(1 / p).astype(dtype), shape, dtype, False)
+  r = _rademacher(k1, shape, dtype)
+  return r * g ** (1 / p)
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+  """Uniform samples from the unit `p`-norm ball in `d` dimensions (shape + (d,))."""
+  shape = _shape_arg(shape)
+  key, dtype = _float_sampler_args("ball", key, dtype)
+  _check_shape("ball", shape)
+  d = _concrete_int(d, "jax.random.ball()")
+  return _ball(key, p, d, shape, dtype)
+
+
+@_jit(static_argnums=(2, 3, 4))
+def _ball(key, p, d, shape, dtype):
+  k1, k2 = _unstack_keys(_split(key))
+  g = _generalized_normal(k1, p, (*shape, d), dtype)
+  e = _exponential(k2, shape, dtype)
+  return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+
+
+# =============================================================================
+# poisson, binomial, multinomial (rejection samplers: while loops)
+# =============================================================================
+
+@_jit(static_argnums=(2, 3, 4))
+def _poisson_knuth(key, lam, shape, dtype, max_iters):
+  # Knuth: count uniforms until their product drops below exp(-lam).
+  from tracejax._src.control_flow import while_loop
+
+  def body_fn(carry):
+    i, k, rng, log_prod = carry
+    rng, subkey = _unstack_keys(_split(rng))
+    k = lax.select(log_prod > -lam, k + 1, k)
+    u = _uniform(subkey, 0., 1., shape, np.dtype(np.float32))
+    return i + 1, k, rng, log_prod + jnp.log(u)
+
+  def cond_fn(carry):
+    i, log_prod = carry[0], carry[3]
+    return jnp.any(log_prod > -lam) & (i < max_iters)
+
+  k_init = lax.full_like(lam, 0, dtype, shape)
+  log_rate_init = lax.full_like(lam, 0, np.float32, shape)
+  k = while_loop(cond_fn, body_fn, (0, k_init, key, log_rate_init))[1]
+  return (k - 1).astype(dtype)
+
+
+@_jit(static_argnums=(2, 3, 4))
+def _poisson_rejection(key, lam, shape, dtype, max_iters):
+  # Transformed rejection of Hormann (1993), "The transformed rejection method for
+  # generating Poisson random variables".
+  from tracejax._src.control_flow import while_loop
+  log_lam = lax.log(lam)
+  b = 0.931 + 2.53 * lax.sqrt(lam)
+  a = -0.059 + 0.02483 * b
+  inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+  v_r = 0.9277 - 3.6224 / (b - 2)
+
+  def body_fn(carry):
+    i, k_out, accepted, key = carry
+    key, subkey_0, subkey_1 = _unstack_keys(_split(key, 3))
+    u = _uniform(subkey_0, 0., 1., shape, lam.dtype) - 0.5
+    v = _uniform(subkey_1, 0., 1., shape, lam.dtype)
+    u_shifted = 0.5 - abs(u)
+    k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
+    s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+    t_ = -lam + k * log_lam - lax.lgamma(k + 1)
+    accept1 = (u_shifted >= 0.07) & (v <= v_r)
+    reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
+    accept2 = s <= t_
+    accept = accept1 | (~reject & accept2)
+    k_out = lax.select(accept, k, k_out)
+    accepted = accepted | accept
+    return i + 1, k_out, accepted, key
+
+  def cond_fn(carry):
+    i, k_out, accepted, key = carry
+    return jnp.any(~accepted) & (i < max_iters)
+
+  k_init = lax.full_like(lam, -1, lam.dtype, shape)
+  accepted = lax.full_like(lam, False, np.dtype("bool"), shape)
+  k = while_loop(cond_fn, body_fn, (0, k_init, accepted, key))[1]
+  return k.astype(dtype)
+
+
+@_jit(static_argnums=(2, 3))
+def _poisson(key, lam, shape, dtype):
+  # As TensorFlow and NumPy: Knuth for lam < 10, transformed rejection above.
+  use_knuth = _isnan(lam) | (lam < 10)
+  lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
+  # Rejection acceptance is at most ~89%: a large lam where Knuth is used.
+  lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
+  max_iters = dtype.type(dtypes.iinfo(dtype).max)  # no practical bound
+  result = lax.select(
+      use_knuth,
+      _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),
+      _poisson_rejection(key, lam_rejection, shape, dtype, max_iters))
+  return lax.select(lam == 0, jnp.zeros_like(result), result)
+
+
+def poisson(key, lam, shape=None, dtype=None):
+  """Poisson(lam) samples of integer `dtype`."""
+  key, _ = _check_prng_key("poisson", key)
+  dtype = _user_dtype(dtype, int)
+  if shape is not None:
+    shape = _shape_arg(shape)
+  else:
+    shape = np.shape(lam)
+  lam = jnp.broadcast_to(lam, shape)
+  lam = lax.convert_element_type(lam, np.float32)
+  return _poisson(key, lam, shape, dtype)
+
+
+def _stirling_approx_tail(k):
+  stirling_tail_vals = jnp.array(
+      [0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+       0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+       0.00925546218271273, 0.00833056343336287], dtype=k.dtype)
+  use_tail_values = k <= 9
+  k = lax.clamp(_const(k, 0.0), k, _const(k, 9.0))
+  kp1sq = (k + 1) * (k + 1)
+  approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+  k = jnp.floor(k)
+  return lax.select(use_tail_values, stirling_tail_vals[jnp.asarray(k, dtype="int32")],
+                    approx)
+
+
+@_jit(static_argnums=(3, 4, 5))
+def _binomial_inversion(key, count, prob, shape, dtype, max_iters):
+  # Sum geometric waiting times until they pass `count`.
+  from tracejax._src.control_flow import while_loop
+  log1minusprob = jnp.log1p(-prob)
+
+  def body_fn(carry):
+    i, num_geom, geom_sum, key = carry
+    subkey, key = _unstack_keys(_split(key))
+    num_geom_out = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+    u = _uniform(subkey, 0., 1., shape, prob.dtype)
+    geom = jnp.ceil(jnp.log(u) / log1minusprob)
+    geom_sum = geom_sum + geom
+    return i + 1, num_geom_out, geom_sum, key
+
+  def cond_fn(carry):
+    i, geom_sum = carry[0], carry[2]
+    return jnp.any(geom_sum <= count) & (i < max_iters)
+
+  num_geom_init = lax.full_like(prob, 0, prob.dtype, shape)
+  geom_sum_init = lax.full_like(prob, 0, prob.dtype, shape)
+  carry = (0, num_geom_init, geom_sum_init, key)
+  k = while_loop(cond_fn, body_fn, carry)[1]
+  return (k - 1).astype(dtype)
+
+
+@_jit(static_argnums=(3, 4, 5))
+def _btrs(key, count, prob, shape, dtype, max_iters):
+  # Transformed rejection with squeeze of Hormann (1993), "The generation of binomial
+  # random variates".
+  from tracejax._src.control_flow import while_loop
+  stddev = jnp.sqrt(count * prob * (1 - prob))
+  b = 1.15 + 2.53 * stddev
+  a = -0.0873 + 0.0248 * b + 0.01 * prob
+  c = count * prob + 0.5
+  v_r = 0.92 - 4.2 / b
+  r = prob / (1 - prob)
+  alpha = (2.83 + 5.1 / b) * stddev
+  m = jnp.floor((count + 1) * prob)
+
+  def body_fn(carry):
+    i, k_out, accepted, key = carry
+    key, subkey_0, subkey_1 = _unstack_keys(_split(key, 3))
+    u = _uniform(subkey_0, 0., 1., shape, prob.dtype)
+    v = _uniform(subkey_1, 0., 1., shape, prob.dtype)
+    u = u - 0.5
+    us = 0.5 - jnp.abs(u)
+    accept1 = (us >= 0.07) & (v <= v_r)
+    k = jnp.floor((2 * a / us + b) * u + c)
+    reject = (k < 0) | (k > count)
+    v = jnp.log(v * alpha / (a / (us * us) + b))
+    ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
+          + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
+          + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+          + _stirling_approx_tail(m)
+          + _stirling_approx_tail(count - m)
+          - _stirling_approx_tail(k)
+          - _stirling_approx_tail(count - k))
+    accept2 = v <= ub
+    accept = accept1 | (~reject & accept2)
+    k_out = lax.select(accept, k, k_out)
+    accepted = accepted | accept
+    return i + 1, k_out, accepted, key
+
+  def cond_fn(carry):
+    i, accepted = carry[0], carry[2]
+    return jnp.any(~accepted) & (i < max_iters)
+
+  k_init = lax.full_like(prob, -1, prob.dtype, shape)
+  carry = (0, k_init, jnp.full(shape, False, bool), key)
+  return while_loop(cond_fn, body_fn, carry)[1].astype(dtype)
+
+
+@_jit(static_argnums=(3, 4))
+def _binomial(key, count, prob, shape, dtype):
+  # As TensorFlow (Probability): inversion for n * p <= 10, BTRS above.
+  if shape is None:
+    shape = lax.broadcast_shapes(np.shape(count), np.shape(prob))
+  else:
+    _check_shape("binomial", shape, np.shape(count), np.shape(prob))
+  (prob,) = _jnp_util.promote_dtypes_inexact(prob)
+  count = lax.convert_element_type(count, _jnp_util.to_array(prob).dtype)
+  count = jnp.broadcast_to(count, shape)
+  prob = jnp.broadcast_to(prob, shape)
+  p_lt_half = prob < 0.5
+  q = lax.select(p_lt_half, prob, 1.0 - prob)
+  count_nan_or_neg = _isnan(count) | (count < 0.0)
+  count_inf = jnp.isinf(count)
+  q_is_nan = _isnan(q)
+  q_l_0 = q < 0.0
+  q = lax.select(q_is_nan | q_l_0, lax.full_like(q, 0.01), q)
+  use_inversion = count_nan_or_neg | (count * q <= 10.0)
+  count = jnp.floor(count)  # as np.random.binomial for float counts
+  count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
+  count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
+  q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
+  max_iters = dtype.type(dtypes.finfo(dtype).max)
+  samples = lax.select(
+      use_inversion,
+      _binomial_inversion(key, count_inv, q, shape, dtype, max_iters),
+      _btrs(key, count_btrs, q_btrs, shape, dtype, max_iters))
+  # nan q -> nan; nan or negative count -> nan; +inf count -> inf.
+  invalid = q_l_0 | q_is_nan | count_nan_or_neg
+  samples = lax.select(invalid, jnp.full_like(samples, np.nan, dtype), samples)
+  samples = lax.select(count_inf & (~invalid), jnp.full_like(samples, np.inf, dtype),
+                       samples)
+  return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf,
+                    samples, count.astype(dtype) - samples)
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+  """Binomial(n, p) samples, as floats of `dtype` (n may be a float, nan or inf)."""
+  key, _ = _check_prng_key("binomial", key)
+  _jnp_util.check_arraylike("binomial", n, p)
+  dtype = _user_dtype(dtype, float)
+  _check_float("binomial", dtype)
+  if shape is not None:
+    shape = _shape_arg(shape)
+  return _binomial(key, n, p, shape, dtype)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+  """Multinomial(n, p) counts (the last axis of `p` indexes the categories), drawn as
+  a chain of binomials."""
+  from tracejax._src.control_flow import scan
+  key, _ = _check_prng_key("multinomial", key)
+  _jnp_util.check_arraylike("multinomial", n, p)
+  n, p = _jnp_util.promote_dtypes_inexact(n, p)
+  n, p = _jnp_util.to_array(n), _jnp_util.to_array(p)
+  dtype = _user_dtype(dtype, float)
+  if shape is None:
+    shape = p.shape
+  n = jnp.broadcast_to(n, shape[:-1])
+  p = jnp.broadcast_to(p, shape)
+
+  def body(remainder, ratio_key):
+    ratio, k = ratio_key
+    count = _binomial(k, remainder, jnp.clip(ratio, 0, 1), None, remainder.dtype)
+    return remainder - count, count
+
+  p = jnp.moveaxis(p, -1, 0)
+  remaining_probs = jnp.flip(jnp.cumsum(jnp.flip(p, 0), 0), 0)
+  ratios = p / jnp.where(remaining_probs == 0, 1, remaining_probs)
+  keys = _split(key, ratios.shape[0])
+  _, counts = scan(body, n, (ratios, keys))
+  return jnp.moveaxis(counts, 0, -1).astype(dtype)
+
+
+_ = Tracer, Array

@@ -1,0 +1,16 @@
+"""`jax.errors`: the exception types a user may catch.
+
+Re-exports only; see `tracejax/_src/errors.py` (messages and advice) and the
+runtime's `JaxRuntimeError` (an error raised by XLA while compiling or running).
+"""
+# flake8: noqa: F401
+from tracejax._src.errors import (
+    ConcretizationTypeError as ConcretizationTypeError,
+    JAXTypeError as JAXTypeError,
+    NonConcreteShapeError as NonConcreteShapeError,
+    TracerArrayConversionError as TracerArrayConversionError,
+    TracerBoolConversionError as TracerBoolConversionError,
+    TracerIntegerConversionError as TracerIntegerConversionError,
+    UnexpectedTracerError as UnexpectedTracerError,
+)
+from tracejax._src.runtime.backend import JaxRuntimeError as JaxRuntimeError

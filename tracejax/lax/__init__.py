@@ -1,0 +1,75 @@
+"""`jax.lax`: the primitives (`add_p`, `sin_p`, ...) and their wrappers (`lax.add`, ...).
+
+This module only re-exports. Each primitive lives in one block of its family
+file under `tracejax/_src/lax/` (e.g. `sin`: `tracejax/_src/lax/elementwise.py`),
+and structured control flow under `tracejax/_src/control_flow/`.
+
+The names are collected family by family rather than listed by hand, so a primitive
+added to its family file is public at once and the two can never disagree. A
+family exports its `__all__` when it defines one; otherwise every public name it
+defines itself (functions, classes such as `Precision`, and `*_p` primitives),
+never the helpers it imports (`np`, `hlo`, `standard_primitive`, ...).
+"""
+import importlib as _importlib
+import importlib.util as _importlib_util
+import types as _types
+
+from tracejax._src.core.trace import Primitive as _Primitive
+
+# Families in the order of DESIGN.md §3, then any other module of `_src/lax/`
+# (e.g. misc.py) alphabetically: a new family file is picked up without editing
+# this list. `utils` (rule factories) and `reference*` (NumPy test oracles) are
+# not API. Structured control flow is its own package.
+_ORDER = ("elementwise", "structural", "slicing", "reductions", "dot", "convolution",
+          "windowed", "sort", "fft", "linalg", "random_bits", "parallel")
+_NOT_API = frozenset({"utils", "reference"})
+
+
+def _families():
+  import pkgutil
+  import tracejax._src.lax as src_lax
+  present = {m.name for m in pkgutil.iter_modules(src_lax.__path__)
+             if m.name not in _NOT_API and not m.name.startswith(("_", "reference"))}
+  names = [n for n in _ORDER if n in present] + sorted(present - set(_ORDER))
+  mods = [f"tracejax._src.lax.{n}" for n in names]
+  if _exists("tracejax._src.control_flow"):
+    mods.append("tracejax._src.control_flow")
+  return mods
+
+
+def _defined_in(obj, modname):
+  owner = getattr(obj, "__module__", None)
+  return isinstance(owner, str) and (owner == modname or owner.startswith(modname + "."))
+
+
+def _public_names(mod):
+  names = getattr(mod, "__all__", None)
+  if names is not None:
+    return list(names)
+  out = []
+  for name, obj in vars(mod).items():
+    if name.startswith("_") or isinstance(obj, _types.ModuleType):
+      continue
+    if isinstance(obj, _Primitive) or _defined_in(obj, mod.__name__):
+      out.append(name)
+  return out
+
+
+def _exists(modname):
+  try:
+    return _importlib_util.find_spec(modname) is not None
+  except ModuleNotFoundError:  # a parent package is missing
+    return False
+
+
+def _collect():
+  names = {}
+  for modname in _families():
+    mod = _importlib.import_module(modname)
+    for name in _public_names(mod):
+      names.setdefault(name, getattr(mod, name))  # the first family to define it wins
+  return names
+
+
+globals().update(_collect())
+__all__ = sorted(n for n in globals() if not n.startswith("_"))

@@ -1421,7 +1421,8 @@ utils.defvectorized(clz_p)
 
 
 def _complex_dtype(dtype):
-  return np.dtype(np.complex128) if np.dtype(dtype) == np.float64 else np.dtype(np.complex64)
+  d = np.dtype(dtype)
+  return np.dtype(np.complex128) if d in (np.float64, np.complex128) else np.dtype(np.complex64)
 
 
 complex_p = naryop("complex", _complex_elem, hlo.complex, result_dtype=_complex_dtype)

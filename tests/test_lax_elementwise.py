@@ -268,7 +268,7 @@ def test_convert_element_type(src, dst):
       x = np.where(x.real < 0, -x, x).astype(src)  # negative floats to unsigned: undefined
     if np.dtype(dst).kind in "iu" and np.dtype(src).kind in "fcV":
       # out-of-range float -> int saturates in XLA but wraps in NumPy: stay in range
-      hi = float(np.iinfo(dst).max)
+      hi = float(np.iinfo(dst).max // 2)  # with margin: bfloat16 rounds 255 up to 256
       x = np.clip(np.asarray(x.real if np.iscomplexobj(x) else x, np.float64), -hi, hi).astype(src)
     with warnings.catch_warnings():
       warnings.simplefilter("ignore", np.exceptions.ComplexWarning)

@@ -11,7 +11,7 @@ replays every case through `tracejax.random` and compares.
 
 Encoding (JSON): arguments are plain JSON values, except tuples
 `{"tuple": [...]}`, arrays `{"array": [...], "dtype": "float32"}` and dtypes
-`{"dtype": "uint8"}`. An output is `{"dtype", "shape", "hex"}`: the array's raw
+`{"np_dtype": "uint8"}`. An output is `{"dtype", "shape", "hex"}`: the array's raw
 little-endian bytes, so floats compare bit for bit.
 """
 import json
@@ -37,7 +37,7 @@ def arr(values, dtype="float32"):
 
 
 def dt(name):
-  return {"dtype": name}
+  return {"np_dtype": name}
 
 
 def decode(v):
@@ -45,9 +45,9 @@ def decode(v):
     if "tuple" in v:
       return tuple(decode(x) for x in v["tuple"])
     if "array" in v:
-      return np.asarray(v["array"], dtype=v["dtype"])
-    if "dtype" in v:
-      return np.dtype(v["dtype"]) if v["dtype"] != "bfloat16" else jnp.bfloat16
+      return np.asarray(v["array"], dtype=jnp.dtype(v["dtype"]))
+    if "np_dtype" in v:
+      return jnp.dtype(v["np_dtype"])
     return {k: decode(x) for k, x in v.items()}
   if isinstance(v, list):
     return [decode(x) for x in v]

@@ -6,6 +6,10 @@ vs eager and abstract evaluation vs the real result. Each record runs every list
 dtype at shape (2, 3), plus shapes () and (3,) on its first dtype, plus (for n-ary
 ops) a rank-0 operand broadcast against a (2, 3) one. Compiles dominate the run time,
 so most records list one or two dtypes of each kind they accept; a handful sweep all.
+
+The same records then drive the transformation rules: `check_grads` (forward and
+reverse, order 2, float64; complex reverse mode with JAX's check_vjp convention) and
+`vmap` against a Python loop over several `in_axes`.
 """
 import contextlib
 import functools
@@ -15,10 +19,10 @@ import zlib
 import numpy as np
 import pytest
 
-from lax_test_util import (ALL, BOOL, COMPLEX, FLOATS, INTS, NUMBER, SIGNED, UNSIGNED,
-                           bfloat16, check_primitive, rand)
+from lax_test_util import (ALL, BOOL, COMPLEX, FLOATS, INTS, NUMBER, assert_close, bfloat16,
+                           check_primitive, rand)
 from tracejax._src import dtypes
-from tracejax._src.api import make_jaxpr
+from tracejax._src.api import make_jaxpr, vjp, vmap
 from tracejax._src.config import config
 from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering
@@ -26,6 +30,7 @@ from tracejax._src.jit import jit
 from tracejax._src.lax import elementwise as lax
 from tracejax._src.lax import reference as ref
 from tracejax._src.runtime.array import Array
+from tracejax._src.test_util import check_grads, numerical_jvp
 
 d = np.dtype
 f16, f32, f64 = d(np.float16), d(np.float32), d(np.float64)
@@ -91,10 +96,11 @@ def _draw(rng, shape, dtype, kind):
 
 class Rec:
   def __init__(self, name, fun, reference, dtypes, kinds=("default",), tol=None,
-               nary_broadcast=True, arg_dtypes=None):
+               nary_broadcast=True, arg_dtypes=None, shapes=True):
     self.name, self.fun, self.ref, self.dtypes = name, fun, reference, list(dtypes)
     self.kinds, self.tol, self.arg_dtypes = tuple(kinds), tol, arg_dtypes
     self.nary_broadcast = nary_broadcast and len(kinds) > 1
+    self.shapes = shapes  # also run shapes () and (3,)? (costly for the loop compositions)
 
   def args(self, rng, shape, dtype, scalar_first=False):
     arg_dts = self.arg_dtypes(dtype) if self.arg_dtypes else [dtype] * len(self.kinds)
@@ -166,7 +172,8 @@ RECORDS = [
     R("floor", lax.floor, ref.floor, FLOATS),
     R("ceil", lax.ceil, ref.ceil, FLOAT_S),
     R("round_away", lax.round, ref.round, FLOATS, ["halves"]),
-    R("round_even", functools.partial(lax.round, rounding_method=lax.RoundingMethod.TO_NEAREST_EVEN),
+    R("round_even",
+      functools.partial(lax.round, rounding_method=lax.RoundingMethod.TO_NEAREST_EVEN),
       functools.partial(ref.round, rounding_method=1), FLOAT_S, ["halves"]),
     R("nextafter", lax.nextafter, ref.nextafter, FLOATS, ["default"] * 2),
     R("is_finite", lax.is_finite, ref.is_finite, FLOATS, ["special"]),
@@ -179,14 +186,18 @@ RECORDS = [
     R("polygamma", lax.polygamma, ref.polygamma, [f32, f64], ["order", "positive"],
       tol=TOL_SPECIAL),
     R("zeta", lax.zeta, ref.zeta, [f32, f64], ["gt1", "positive"], tol=TOL_SPECIAL),
-    R("igamma", lax.igamma, ref.igamma, FLOATS, ["gamma_a", "gamma_x"], tol=TOL_SPECIAL),
-    R("igammac", lax.igammac, ref.igammac, FLOAT_S, ["gamma_a", "gamma_x"], tol=TOL_SPECIAL),
-    R("igamma_grad_a", lax.igamma_grad_a, ref.igamma_grad_a, [f32, f64, bfloat16],
-      ["gamma_a", "gamma_x"], tol={f32: 2e-4, f64: 1e-7, bfloat16: 5e-2}),
-    R("random_gamma_grad", lax.random_gamma_grad, ref.random_gamma_grad, [f32, f64],
-      ["gamma_a", "gamma_x"], tol={f32: 5e-4, f64: 1e-7}),
-    R("betainc", lax.betainc, ref.betainc, FLOATS, ["gamma_a", "gamma_a", "unit01"],
+    R("igamma", lax.igamma, ref.igamma, [f32, bfloat16, f16, f64], ["gamma_a", "gamma_x"],
       tol=TOL_SPECIAL),
+    # The loop compositions compile slowly (~0.5 s): igamma alone sweeps dtypes and shapes.
+    R("igammac", lax.igammac, ref.igammac, [f32, f64], ["gamma_a", "gamma_x"],
+      tol=TOL_SPECIAL, shapes=False, nary_broadcast=False),
+    R("igamma_grad_a", lax.igamma_grad_a, ref.igamma_grad_a, [f32, f64],
+      ["gamma_a", "gamma_x"], tol={f32: 2e-4, f64: 1e-7}, shapes=False, nary_broadcast=False),
+    R("random_gamma_grad", lax.random_gamma_grad, ref.random_gamma_grad, [f32, f64],
+      ["gamma_a", "gamma_x"], tol={f32: 5e-4, f64: 1e-7}, shapes=False,
+      nary_broadcast=False),
+    R("betainc", lax.betainc, ref.betainc, [f32, bfloat16, f64],
+      ["gamma_a", "gamma_a", "unit01"], tol=TOL_SPECIAL, shapes=False),
     R("bessel_i0e", lax.bessel_i0e, ref.bessel_i0e, FLOATS, ["default"], tol=TOL_SPECIAL),
     R("bessel_i1e", lax.bessel_i1e, ref.bessel_i1e, FLOAT_S, ["default"], tol=TOL_SPECIAL),
     # comparisons
@@ -227,6 +238,8 @@ def _select_n_int_args(rng, shape, dtype, scalar_first=False):
 
 
 _BY_NAME = {r.name: r for r in RECORDS}
+# records whose lowering is a while-loop composition (slow to compile)
+LOOPS = {"igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc"}
 _BY_NAME["select_n_int"].args = _select_n_int_args
 
 CASES = []
@@ -234,7 +247,7 @@ for _r in RECORDS:
   for _t in _r.dtypes:
     CASES.append(pytest.param(_r.name, _t, (2, 3), False, id=f"{_r.name}-{np.dtype(_t).name}"))
   _t0 = _r.dtypes[0]
-  for _s in [(), (3,)]:
+  for _s in [(), (3,)] if _r.shapes else []:
     CASES.append(pytest.param(_r.name, _t0, _s, False,
                               id=f"{_r.name}-{np.dtype(_t0).name}-shape{_s}"))
   if _r.nary_broadcast:
@@ -248,7 +261,11 @@ def test_primitive(name, dtype, shape, scalar_first):
   rng = np.random.default_rng(zlib.crc32(f"{name}-{np.dtype(dtype).name}-{shape}".encode()))
   with x64_for(dtype):
     args = rec.args(rng, shape, dtype, scalar_first)
-    check_primitive(rec.fun, rec.ref, args, tol=rec.tol)
+    # jit lowers a loop composition exactly as eager does, and each compiles for ~1 s:
+    # check jit once per such record.
+    check_jit = name not in LOOPS or (np.dtype(dtype) == np.dtype(rec.dtypes[0]) and
+                                      shape == (2, 3) and not scalar_first)
+    check_primitive(rec.fun, rec.ref, args, tol=rec.tol, check_jit=check_jit)
 
 
 # ---- conversions ----
@@ -507,6 +524,8 @@ def test_pow_int_exponent_and_jaxpr():
   jaxpr = str(make_jaxpr(lambda v: lax.pow(v, np.int32(2)))(x))
   assert "pow" in jaxpr
   assert lax.pow(x, np.int32(2)).dtype == f32
+  np.testing.assert_allclose(lax.pow(2.0, np.int32([1, 3])), [2.0, 8.0])
+  np.testing.assert_allclose(lax.pow(x, 0.5)[:1], [np.sqrt(2)], rtol=1e-6)
 
 
 def test_weak_types():
@@ -567,3 +586,142 @@ def test_public_names():
     assert name == "RoundingMethod" or getattr(lax, name).__doc__, name
   assert lax.not_p.name == "not" and lax.and_p.name == "and"
   assert lax.regularized_incomplete_beta_p.name == "regularized_incomplete_beta"
+
+
+# ---- transformation rules: JVP, transpose (reverse mode) and batching ----
+
+NOT_DIFFERENTIABLE = {"floor", "ceil", "round_away", "round_even", "is_finite", "sign", "eq",
+                      "ne", "lt", "le", "gt", "ge", "integer_pow_0"}
+# differentiable only in some operands, or with no closed-form higher derivatives
+PARTIAL = {"igamma": [1], "igammac": [1], "igamma_grad_a": [1], "betainc": [2],
+           "polygamma": [1], "zeta": [1], "random_gamma_grad": [], "nextafter": [0]}
+GRAD_RECORDS = [r.name for r in RECORDS if r.name not in NOT_DIFFERENTIABLE and
+                any(np.dtype(t) in (f64, c128) for t in r.dtypes) and PARTIAL.get(r.name, 1)]
+
+
+def _check_vjp_complex(f, args, tol=1e-6):
+  """JAX's check_vjp convention: <t, conj(vjp(conj(c)))> == <J t, c>, real inner products
+  (a transpose, not an adjoint, is what reverse mode computes for complex values)."""
+  rng = np.random.default_rng(4)
+
+  def like(x):
+    x = np.asarray(x)
+    noise = rng.standard_normal(x.shape)
+    if x.dtype.kind == "c":
+      noise = noise + 1j * rng.standard_normal(x.shape)
+    return noise.astype(x.dtype)
+
+  def inner(xs, ys):
+    return sum(np.real(np.vdot(np.asarray(x, np.complex128).ravel(),
+                               np.asarray(y, np.complex128).ravel())) for x, y in zip(xs, ys))
+  out, f_vjp = vjp(f, *args)
+  t = [like(a) for a in args]
+  t_out = numerical_jvp(f, tuple(args), tuple(t), 1e-5)
+  c = like(out)
+  c_in = [np.conj(np.asarray(v)) for v in f_vjp(np.conj(c))]
+  np.testing.assert_allclose(inner(t, c_in), inner([t_out], [c]), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", GRAD_RECORDS)
+def test_grads(name):
+  rec = _BY_NAME[name]
+  dtype = next(t for t in rec.dtypes if np.dtype(t) in (f64, c128))
+  rng = np.random.default_rng(zlib.crc32(name.encode()))
+  with x64_for(f64):
+    args = rec.args(rng, (3,), dtype)
+    argnums = PARTIAL.get(name, [i for i, a in enumerate(args) if a.dtype.kind in "fc"])
+
+    def f(*xs):
+      full = list(args)
+      for i, x in zip(argnums, xs):
+        full[i] = x
+      return rec.fun(*full)
+    xs = [args[i] for i in argnums]
+    order = 1 if name in PARTIAL else 2
+    if np.dtype(dtype) == c128 or np.iscomplexobj(f(*xs)):
+      check_grads(f, xs, order=order, modes=("fwd",), atol=1e-5, rtol=1e-5)
+      _check_vjp_complex(f, xs, tol=1e-5)
+    else:
+      check_grads(f, xs, order=order, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name,fun,args,argnums", [
+    ("add_rank0", lax.add, [np.float64(2), np.array([1., 2., 3.])], [0, 1]),
+    ("mul_rank0", lax.mul, [np.float64(2), np.array([1., 2., 3.])], [0, 1]),
+    ("div_rank0", lax.div, [np.array([1., 2., 3.]), np.float64(2)], [0, 1]),
+    ("sub_rank0", lax.sub, [np.array([1., 2., 3.]), np.float64(2)], [0, 1]),
+    ("clamp_rank0_bounds", lax.clamp, [np.float64(-.5), np.array([-1., .2, 2.]), np.float64(1)],
+     [0, 1, 2]),
+    ("select_rank0_pred", lambda x, y: lax.select(np.bool_(True), x, y),
+     [np.array([1., 2.]), np.array([3., 4.])], [0, 1]),
+    ("pow_int_exponent", lambda x: lax.pow(x, np.array([0, 2, -1], np.int32)),
+     [np.array([1.5, 2., 3.])], [0]),
+    ("max_ties", lax.max, [np.array([1., 2.]), np.array([1., 3.])], [0, 1]),
+    ("complex_rank0", lambda x, y: lax.real(lax.square(lax.complex(x, y))),
+     [np.float64(2), np.array([1., 2., 3.])], [0, 1]),
+    ("convert_to_complex", lambda x: lax.imag(lax.mul(lax.convert_element_type(
+        x, np.complex128), 1 + 1j)), [np.array([1., 2.])], [0]),
+    ("reduce_precision", lambda x: lax.reduce_precision(x, 11, 52), [np.array([1., 2.])], [0]),
+    ("abs_real", lax.abs, [np.array([-1., 2.])], [0]),
+])
+def test_grads_special_cases(name, fun, args, argnums):
+  with x64_for(f64):
+    def f(*xs):
+      full = list(args)
+      for i, x in zip(argnums, xs):
+        full[i] = x
+      return fun(*full)
+    check_grads(f, [args[i] for i in argnums], order=1, modes=("fwd", "rev"), atol=1e-5,
+                rtol=1e-5)
+
+
+def test_grads_not_supported_raise():
+  with x64_for(f64):
+    a, x = np.array([1., 2.]), np.array([.5, 1.])
+    with pytest.raises(ValueError, match="not supported"):
+      vjp(lambda b: lax.betainc(b, a, x * .5), a)
+    with pytest.raises(ValueError, match="not supported"):
+      vjp(lambda m: lax.polygamma(m, x), a)
+
+
+@pytest.mark.parametrize("name", [r.name for r in RECORDS])
+def test_vmap(name):
+  rec = _BY_NAME[name]
+  dtype = rec.dtypes[0]
+  rng = np.random.default_rng(zlib.crc32(name.encode()) + 1)
+  with x64_for(dtype):
+    examples = [rec.args(rng, (3,), dtype) for _ in range(4)]
+    n = len(examples[0])
+    all_axes = [(0,) * n, (1,) * n, (0,) + (None,) * (n - 1), (None,) * (n - 1) + (1,)]
+    for axes in all_axes[:1] if name in LOOPS else set(all_axes):
+      if all(a is None for a in axes):
+        continue
+      args = [np.stack([e[k] for e in examples], axis=a) if a is not None else examples[0][k]
+              for k, a in enumerate(axes)]
+      out = vmap(rec.fun, in_axes=axes)(*args)
+      expected = np.stack([np.asarray(rec.fun(*[e[k] if a is not None else examples[0][k]
+                                                for k, a in enumerate(axes)]))
+                           for e in examples])
+      # (the loop compositions iterate until every element converges: a batch may take
+      # a few more steps than one example, so compare floats to the dtype's tolerance)
+      assert_close(out, expected, err_msg=str(axes))
+
+
+@pytest.mark.parametrize("name,fun,args,axes", [
+    ("add_rank0_batched", lax.add, [np.arange(4.), np.ones((2, 3))], (0, None)),
+    ("select_rank0_which", lax.select,
+     [np.array([True, False]), np.ones((2, 3)), np.zeros((2, 3))], (0, None, None)),
+    ("select_all_rank0", lax.select, [np.array([True, False]), np.float32(1), np.float32(2)],
+     (0, None, None)),
+    ("clamp_rank0_bound", lax.clamp,
+     [np.arange(4.), np.linspace(-2, 5, 6).reshape(2, 3), np.float64(3)], (0, None, None)),
+    ("clamp_rank0_operand", lax.clamp, [np.arange(4.), np.float64(2), np.float64(3)],
+     (0, None, None)),
+    ("integer_pow_axis1", lambda x: lax.integer_pow(x, 3), [np.ones((4, 3))], (1,)),
+])
+def test_vmap_rank0_operands(name, fun, args, axes):
+  out = vmap(fun, in_axes=axes)(*args)
+  size = next(np.shape(a)[d] for a, d in zip(args, axes) if d is not None)
+  expected = np.stack([np.asarray(fun(*[np.take(a, i, d) if d is not None else a
+                                        for a, d in zip(args, axes)])) for i in range(size)])
+  np.testing.assert_allclose(out, expected)

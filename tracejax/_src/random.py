@@ -30,7 +30,7 @@ from tracejax._src import dtypes
 from tracejax._src import tree_util
 from tracejax._src.config import config
 from tracejax._src.core.avals import canonicalize_shape, get_aval
-from tracejax._src.core.trace import Primitive, Tracer, concrete_or_error
+from tracejax._src.core.trace import Primitive, concrete_or_error
 from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering as mlir
 from tracejax._src.jit import jit
@@ -39,6 +39,7 @@ from tracejax._src.lax import misc as _lax_misc
 from tracejax._src.lax import random_bits as prng
 from tracejax._src.lax import reductions as _lax_reductions
 from tracejax._src.lax import slicing as _lax_slicing
+from tracejax._src.lax import sorting as lax_sorting
 from tracejax._src.lax import structural as _lax_structural
 from tracejax._src.lax import utils as lax_utils
 from tracejax._src.lax.random_bits import threefry2x32_p, threefry_2x32  # noqa: F401
@@ -49,7 +50,6 @@ from tracejax._src.numpy import reductions as _jnp_reductions
 from tracejax._src.numpy import shape_ops as _jnp_shape_ops
 from tracejax._src.numpy import ufuncs as _jnp_ufuncs
 from tracejax._src.numpy import util as _jnp_util
-from tracejax._src.runtime.array import Array
 
 
 def _namespace(name, *modules):
@@ -102,7 +102,10 @@ def _jit(static_argnums=(), static_argnames=()):
   def deco(fun):
     def traced(*args, _flags, **kwargs):
       del _flags  # only part of the cache key
-      return fun(*args, **kwargs)
+      # JAX's samplers broadcast parameters of lower rank (loc, scale, ...) under
+      # JAX's default policy, 'allow': no rank-promotion warning for the user.
+      with config._override("jax_numpy_rank_promotion", "allow"):
+        return fun(*args, **kwargs)
     traced.__name__ = traced.__qualname__ = fun.__name__
     jitted = jit(traced, static_argnums=static_argnums,
                  static_argnames=tuple(static_argnames) + ("_flags",))
@@ -429,47 +432,19 @@ def _concrete_int(x, what):
   return concrete_or_error(operator.index, x, f"The error occurred in {what}")
 
 
-def _lax_fn(name, *modules):
-  """`name` from the first of the tracejax modules `modules` that defines it.
-
-  Sorting and linear algebra are written in other files; this finds them at call
-  time and says clearly what is missing when a sampler needs them.
-  """
-  import importlib
-  for modname in modules:
-    try:
-      mod = importlib.import_module(modname)
-    except ModuleNotFoundError:
-      continue
-    fn = getattr(mod, name, None)
-    if fn is not None:
-      return fn
-  raise NotImplementedError(f"this sampler needs `{name}`, which tracejax does not have yet "
-                            f"(looked in {', '.join(modules)})")
-
-
-_SORT_MODULES = ("tracejax._src.lax.sorting", "tracejax._src.lax.sort")
-_LINALG_MODULES = ("tracejax._src.numpy.linalg", "tracejax._src.lax.linalg")
-
-
 def _sort_key_val(keys, values, dimension=-1):
-  return _lax_fn("sort_key_val", *_SORT_MODULES)(keys, values, dimension)
+  return lax_sorting.sort_key_val(keys, values, dimension)
 
 
 def _top_k_indices(x, k):
-  """Indices of the `k` largest entries along the last axis (ties: lowest index first),
-  as `lax.top_k(x, k)[1]`."""
-  try:
-    top_k = _lax_fn("top_k", *_SORT_MODULES)
-  except NotImplementedError:
-    top_k = None
-  if top_k is not None:
-    return top_k(x, k)[1]
-  # A stable ascending sort of -x puts the largest first, ties in index order.
-  n = x.shape[-1]
-  idx = lax.broadcasted_iota(np.int32, x.shape, x.ndim - 1)
-  _, perm = _sort_key_val(lax.neg(x), idx, x.ndim - 1)
-  return lax.slice_in_dim(perm, 0, k, axis=x.ndim - 1) if k < n else perm
+  """Indices of the `k` largest entries along the last axis (ties: lowest index first)."""
+  return lax_sorting.top_k(x, k)[1]
+
+
+def _linalg():
+  # Imported on first use: `import tracejax.random` need not load the LAPACK bindings.
+  from tracejax._src.numpy import linalg
+  return linalg
 
 
 def _take(arr, ind, axis):
@@ -804,13 +779,13 @@ def _multivariate_normal(key, mean, cov, shape, dtype, method):
   else:
     _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
   if method == "svd":
-    u, s, _ = _lax_fn("svd", *_LINALG_MODULES)(cov)
+    u, s, _ = _linalg().svd(cov)
     factor = u * jnp.sqrt(s[..., None, :])
   elif method == "eigh":
-    w, v = _lax_fn("eigh", *_LINALG_MODULES)(cov)
+    w, v = _linalg().eigh(cov)
     factor = v * jnp.sqrt(w[..., None, :])
   else:
-    factor = _lax_fn("cholesky", *_LINALG_MODULES)(cov)
+    factor = _linalg().cholesky(cov)
   normal_samples = _normal(key, shape + mean.shape[-1:], dtype)
   from tracejax._src.numpy.einsum import einsum
   with config._override("jax_numpy_rank_promotion", "allow"):
@@ -1234,7 +1209,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
 @_jit(static_argnums=(1, 2, 3, 4))
 def _orthogonal(key, n, _m, shape, dtype):
   z = _normal(key, (*shape, max(n, _m), min(n, _m)), dtype)
-  q, r = _lax_fn("qr", *_LINALG_MODULES)(z)
+  q, r = _linalg().qr(z)
   d = jnp.diagonal(r, axis1=-2, axis2=-1)
   x = q * jnp.expand_dims(jnp.sign(d), -2)
   return jnp.swapaxes(x, -1, -2) if n < _m else x
@@ -1774,5 +1749,3 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
   _, counts = scan(body, n, (ratios, keys))
   return jnp.moveaxis(counts, 0, -1).astype(dtype)
 
-
-_ = Tracer, Array

@@ -23,7 +23,7 @@ import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.config import config
-from tracejax._src.core.avals import canonicalize_shape
+from tracejax._src.core.avals import canonicalize_shape, get_aval, raise_to_shaped
 from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering as mlir
 from tracejax._src.interpreters.lowering import hlo, ir
@@ -107,7 +107,6 @@ def _threefry2x32_reference_lax(key1, key2, x1, x2):
 
 
 def _aval(x):
-  from tracejax._src.core.avals import get_aval, raise_to_shaped
   return raise_to_shaped(get_aval(x))
 
 
@@ -214,10 +213,6 @@ mlir.register_lowering(rng_bit_generator_p, _rbg_lowering)
 # These are functions of lax ops, so jit, vmap (over keys) and grad see through them.
 # =============================================================================
 
-def _const_u32(v):
-  return np.uint32(v)
-
-
 def _key_words(key):
   return (lax_slicing.index_in_dim(key, 0, 0, keepdims=False),
           lax_slicing.index_in_dim(key, 1, 0, keepdims=False))
@@ -276,7 +271,9 @@ def iota_2x32_shape(shape):
     # The high words would be nonzero; more than 2**32 draws in one call (16 GiB of
     # uint32) is beyond any device we run on.
     raise NotImplementedError("random bits arrays of more than 2**32 elements")
-  lo = lax_s.reshape(lax_s.iota(_u32, size), shape)
+  lo = lax_s.iota(_u32, size)
+  if len(shape) != 1:
+    lo = lax_s.reshape(lo, shape)
   hi = lax_s.full(shape, 0, _u32)
   return hi, lo
 

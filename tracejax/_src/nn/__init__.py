@@ -1,0 +1,2 @@
+"""Implementation of `jax.nn`: `functions` (activations, softmax, one_hot) and
+`initializers`."""

@@ -1,0 +1,21 @@
+"""`jax.experimental`: the 2020 libraries `loops`, `optimizers`, `optix` and `stax`.
+
+`optimizers` and `stax` are the same modules as `jax.example_libraries.optimizers`
+and `jax.example_libraries.stax` (their 2021+ home). Submodules are imported on
+first use, like the top-level `tracejax` package does.
+"""
+import importlib as _importlib
+
+_SUBMODULES = frozenset({"loops", "optimizers", "optix", "stax"})
+
+
+def __getattr__(name):
+  if name in _SUBMODULES:
+    module = _importlib.import_module(f"{__name__}.{name}")
+    globals()[name] = module
+    return module
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(set(globals()) | _SUBMODULES)

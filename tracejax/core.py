@@ -2,7 +2,9 @@
 
 Re-exports only; see `tracejax/_src/core/` (avals.py, trace.py, ir.py, pp.py).
 `TypedJaxpr` (2020) and `ClosedJaxpr` (modern) are the same class, whose
-`literals` and `consts` are the same list.
+`literals` and `consts` are the same list. `unit`, `unitvar` and
+`abstract_unit` are the 2020 placeholder for a known output that a jaxpr from
+`partial_eval.trace_to_jaxpr` does not compute (printed `*`).
 """
 # flake8: noqa: F401
 from tracejax._src.core.avals import (
@@ -17,6 +19,7 @@ from tracejax._src.core.avals import (
     raise_to_shaped as raise_to_shaped,
 )
 from tracejax._src.core.ir import (
+    AbstractUnit as AbstractUnit,
     ClosedJaxpr as ClosedJaxpr,
     DropVar as DropVar,
     Jaxpr as Jaxpr,
@@ -24,11 +27,16 @@ from tracejax._src.core.ir import (
     JaxprTypeError as JaxprTypeError,
     Literal as Literal,
     TypedJaxpr as TypedJaxpr,
+    Unit as Unit,
+    UnitVar as UnitVar,
     Var as Var,
+    abstract_unit as abstract_unit,
     check_jaxpr as check_jaxpr,
     eval_jaxpr as eval_jaxpr,
     jaxpr_as_fun as jaxpr_as_fun,
     subjaxprs as subjaxprs,
+    unit as unit,
+    unitvar as unitvar,
 )
 from tracejax._src.core.pp import pp_eqn as pp_eqn, pp_jaxpr as pp_jaxpr
 from tracejax._src.core.trace import (

@@ -109,11 +109,53 @@ class ClosedJaxpr:
 TypedJaxpr = ClosedJaxpr
 
 
+# ---- unit (2020): the placeholder for a known output a jaxpr does not compute ----
+
+class Unit:
+  """The value of `unitvar`; 2020 partial evaluation returns a known output's value
+  to the caller and leaves `unitvar` (printed `*`) in the jaxpr's outputs."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return "*"
+
+
+unit = Unit()
+
+
+class AbstractUnit(avals_mod.AbstractValue):
+  """The aval of `unit`."""
+  __slots__ = ()
+
+  def str_short(self, *_, **__):
+    return "*"
+
+  def at_least_vspace(self):
+    return self
+
+  def __repr__(self):
+    return "AbstractUnit()"
+
+
+abstract_unit = AbstractUnit()
+
+
+class UnitVar(Var):
+  """The one variable bound to `unit` in every jaxpr (no equation defines it)."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return "*"
+
+
+unitvar = UnitVar(abstract_unit)
+
+
 # ---- evaluation ----
 
 def eval_jaxpr(jaxpr, consts, *args):
   """Evaluate `jaxpr` by binding each equation's primitive; returns a list of outputs."""
-  env = {}
+  env = {unitvar: unit}
 
   def read(v):
     return v.val if type(v) is Literal else env[v]
@@ -150,7 +192,7 @@ def _same_type(a, b):
 
 def check_jaxpr(jaxpr):
   """Check that every variable is bound once before use and every equation's types agree."""
-  defined = set()
+  defined = {unitvar}  # bound in every jaxpr
 
   def bind_var(v, what):
     if type(v) is DropVar:

@@ -25,6 +25,8 @@ class _Namer:
       return repr(v)
     if type(v) is ir.DropVar:
       return "_"
+    if v is ir.unitvar:
+      return "*"
     name = self.names.get(v)
     if name is None:
       name = self.names[v] = _letters(len(self.names))

@@ -50,11 +50,9 @@ _scalar_bufs = {}
 def to_buffer(x, aval, device=None):
   """The device buffer for argument `x` (an Array, NumPy value or Python scalar)."""
   if type(x) is Array:
-    return x._buf
+    return x
   if isinstance(x, Tracer):
     raise errors.UnexpectedTracerError(x)
-  if isinstance(x, Array):
-    return x._buf
   if not aval.shape:  # small constants recur (1.0, 0, -inf): keep their buffers
     key = (aval.dtype, np.asarray(x, aval.dtype).tobytes(), device)
     buf = _scalar_bufs.get(key)
@@ -94,9 +92,8 @@ def apply_primitive(prim, *args, **params):
     entry = _cache.get(key)
   if entry is None:
     entry = _cache[key] = _compile_primitive(prim, avals, params)
-  bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
-  outs = entry.exe.execute(bufs)
-  results = [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+  bufs = [x if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
+  results = entry.exe.execute(bufs)  # Arrays carrying entry.out_avals
   if config.jax_debug_nans or config.jax_debug_infs:
     check_nans(prim.name, results)
   return results if prim.multiple_results else results[0]
@@ -108,7 +105,7 @@ def _compile_primitive(prim, avals, params):
   outvars = [ir.Var(a) for a in out_avals]
   jaxpr = ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, prim, params)])
   text, _ = lowering.lower_jaxpr(jaxpr, name=prim.name)
-  exe = backend.compile(text, [(a.shape, a.dtype) for a in out_avals])
+  exe = backend.compile(text, out_avals)
   return _Compiled(exe, out_avals)
 
 

@@ -17,11 +17,13 @@ from tracejax._src import dtypes, errors, tree_util, util
 from tracejax._src.config import config
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
+from tracejax._src.core import trace as _trace_mod
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, eval_trace
 from tracejax._src.core.trace import _ctx as _trace_ctx
 from tracejax._src import dispatch
 from tracejax._src.interpreters import lowering, staging
 from tracejax._src.runtime import backend
+from tracejax._src.runtime import backend as _backend_rt
 from tracejax._src.runtime.array import Array
 
 
@@ -48,7 +50,7 @@ def _xla_call_impl(*args, call_jaxpr, name, device=None, backend=None, donated_i
   if entry is None:
     entry = per_jaxpr[avals] = _compile_jaxpr(call_jaxpr, name)
   bufs = [dispatch.to_buffer(x, a) for x, a in zip(args, avals)]
-  outs = [Array(b, a) for b, a in zip(entry.exe.execute(bufs), entry.out_avals)]
+  outs = entry.exe.execute(bufs)
   if config.jax_debug_nans or config.jax_debug_infs:
     _check_nans_op_by_op(call_jaxpr, [], args, outs, name)
   return outs
@@ -67,7 +69,7 @@ lowering.register_lowering(xla_call_p, _xla_call_lowering)
 def _compile_jaxpr(jaxpr, name, donated=None):
   text, _ = lowering.lower_jaxpr(jaxpr, name=f"jit_{name}", donated=donated)
   out_avals = [v.aval for v in jaxpr.outvars]
-  exe = backend.compile(text, [(a.shape, a.dtype) for a in out_avals])
+  exe = backend.compile(text, out_avals)
   return dispatch._Compiled(exe, out_avals)
 
 
@@ -112,20 +114,7 @@ def _static_key(value, where, fun):
 # ---- the jitted function ----
 
 class _Entry:
-  __slots__ = ("exe", "out_avals", "out_tree", "const_bufs", "jaxpr", "consts", "unflatten")
-
-
-_NOT_ARRAY = object()  # makes a signature key that no entry has
-
-
-def _fast_unflatten(out_tree):
-  """Rebuild the output: a bare leaf and a flat tuple skip the general unflatten."""
-  if out_tree == tree_util.tree_structure(0):
-    return lambda outs: outs[0]
-  n = out_tree.num_leaves
-  if out_tree == tree_util.tree_structure((0,) * n):
-    return tuple
-  return lambda outs: tree_util.tree_unflatten(out_tree, outs)
+  __slots__ = ("exe", "out_avals", "out_tree", "const_bufs", "jaxpr", "consts")
 
 
 def _arg_aval(x, fun, path):
@@ -141,8 +130,31 @@ def _arg_aval(x, fun, path):
         "static_argnames if it is a Python value.") from None
 
 
+# Flags that change what tracing a function produces: part of every cache key.
+_TRACE_FLAGS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_threefry_partitionable",
+                "jax_default_matmul_precision", "jax_enable_checks")
+
+# fun -> {jit options: trace cache}. Two `jit(f)` of the same `f` share their cache,
+# as in JAX (the seeds' "Sharp Bits" relies on it); the C++ dispatcher's cache is
+# likewise keyed by (fun, options).
+_shared_caches = weakref.WeakKeyDictionary()
+
+
+def _cache_for(fun, options):
+  try:
+    per_fun = _shared_caches.setdefault(fun, {})
+  except TypeError:  # not weak-referenceable: a private cache
+    return {}
+  return per_fun.setdefault(options, {})
+
+
 class Jitted:
-  """The callable returned by `jit`; also offers `.lower(*args)`."""
+  """The Python side of a jitted function: tracing, compiling and every slow path.
+
+  `jit` returns jaxlib's C++ dispatcher (a PjitFunction) wrapping this; it calls
+  `_cache_miss` for a signature it has not seen, for tracer arguments and under
+  transformations, and otherwise runs the executable itself.
+  """
 
   def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
                device=None, backend=None, inline=False, keep_unused=False):
@@ -154,9 +166,10 @@ class Jitted:
       static_argnames = (static_argnames,)
     self.static_argnames = tuple(static_argnames)
     self.donate_argnums = _normalize_argnums(donate_argnums, "donate_argnums")
-    self.device, self.backend = device, backend
-    self._cache = {}
-    self._flat_cache = {}  # avals of all-Array positional arguments -> entry
+    self.device, self.backend, self.inline = device, backend, inline
+    self.options = (self.static_argnums, self.static_argnames, self.donate_argnums,
+                    device, backend, inline)
+    self._cache = _cache_for(fun, self.options)
     self._name = util.fun_name(fun)
     try:
       self._sig = inspect.signature(fun)
@@ -226,11 +239,8 @@ class Jitted:
     out_store = []
 
     def flat_fun(*flat_args):
-      if type(in_tree) is tuple:  # ("kw", tree of (args, kwargs)): the general path
-        dyn, dkw = tree_util.tree_unflatten(in_tree[1], flat_args)
-        args, kwargs = self._merge(dyn, dkw, svals)
-      else:
-        args, kwargs = tree_util.tree_unflatten(in_tree, flat_args), {}
+      dyn, dkw = tree_util.tree_unflatten(in_tree, flat_args)
+      args, kwargs = self._merge(dyn, dkw, svals)
       out = self.fun(*args, **kwargs)
       leaves, out_tree = tree_util.tree_flatten(out)
       for i, x in enumerate(leaves):
@@ -270,68 +280,43 @@ class Jitted:
   # -- calling --
 
   def __call__(self, *args, **kwargs):
-    if config.jax_disable_jit:
-      return self.fun(*args, **kwargs)
-    if kwargs or self.static_argnums or self.static_argnames:
-      return self._call_general(args, kwargs)
-    # The fastest path: every argument an Array, so the signature is just their avals.
-    if _trace_ctx.trace is eval_trace:
-      try:
-        key = tuple([a.aval if type(a) is Array else _NOT_ARRAY for a in args])
-        e = self._flat_cache.get(key)
-      except TypeError:
-        e = None
-      if e is not None:
-        outs = [Array(b, a) for b, a in
-                zip(e.exe.execute(e.const_bufs + [a._buf for a in args]), e.out_avals)]
-        if config.jax_debug_nans or config.jax_debug_infs:
-          _check_nans_op_by_op(e.jaxpr, e.consts, args, outs, self._name)
-        return e.unflatten(outs)
-    # The fast path: positional arguments only, no static values.
-    leaves, in_tree = tree_util.tree_flatten(args)
-    if _trace_ctx.trace is not eval_trace:
-      return self._call_traced(leaves, in_tree, (), None)
-    avals = []
-    for i, x in enumerate(leaves):
-      if type(x) is Array:
-        avals.append(x.aval)
-      elif isinstance(x, Tracer):
-        return self._call_traced(leaves, in_tree, (), None)
-      else:
-        avals.append(_arg_aval(x, self.fun, i))
-    avals = tuple(avals)
-    e = self._cache.get((in_tree, avals))
-    if e is None:
-      e = self._compile((in_tree, avals), in_tree, avals, None, args, {})
-      if not hasattr(e, "exe"):
-        return self._call_traced(leaves, in_tree, (), None, e)
-      if len(leaves) == len(args) and all(type(a) is Array for a in args):
-        e.unflatten = _fast_unflatten(e.out_tree)
-        self._flat_cache[avals] = e
-    return self._run(e, leaves, avals)
+    return self._call_python(args, kwargs)[0]
 
-  def _run(self, e, leaves, avals):
-    bufs = e.const_bufs + [x._buf if type(x) is Array else dispatch.to_buffer(x, a)
-                           for x, a in zip(leaves, avals)]
-    outs = [Array(b, a) for b, a in zip(e.exe.execute(bufs), e.out_avals)]
-    if config.jax_debug_nans or config.jax_debug_infs:
-      _check_nans_op_by_op(e.jaxpr, e.consts, leaves, outs, self._name)
-    return tree_util.tree_unflatten(e.out_tree, outs)
+  def _cache_miss(self, *args, **kwargs):
+    """Called by the C++ dispatcher: (output, fast-path data or None, False)."""
+    out, e, n_leaves = self._call_python(args, kwargs)
+    fastpath = None
+    if e is not None and not (config.jax_debug_nans or config.jax_debug_infs):
+      out_treedef = backend.pytree_registry.flatten(out)[1]
+      fastpath = backend.fastpath_data(e.exe, out_treedef, n_leaves, e.const_bufs)
+    return out, fastpath, False
 
-  def _call_general(self, args, kwargs):
+  def _call_python(self, args, kwargs):
+    """(output, the entry that ran if the C++ path may reuse it, number of leaves)."""
+    if config.jax_disable_jit or (self.inline and _trace_ctx.trace is not eval_trace):
+      return self.fun(*args, **kwargs), None, 0
     dyn, dkw, skey, svals = self._split(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
-    in_tree = ("kw", in_tree)
-    if current_trace() is not eval_trace or any(isinstance(x, Tracer) for x in leaves):
-      return self._call_traced(leaves, in_tree, skey, svals)
-    in_avals = tuple(_arg_aval(x, self.fun, i) for i, x in enumerate(leaves))
-    key = (in_tree, skey, in_avals)
+    if _trace_ctx.trace is not eval_trace or any(isinstance(x, Tracer) for x in leaves):
+      if self.inline:
+        return self.fun(*args, **kwargs), None, 0
+      return self._call_traced(leaves, in_tree, skey, svals), None, 0
+    if self.inline and not all(map(avals_mod.is_valid_jaxtype, leaves)):
+      return self.fun(*args, **kwargs), None, 0  # the function's own error message
+    in_avals = tuple([_arg_aval(x, self.fun, i) for i, x in enumerate(leaves)])
+    key = (in_tree, skey, in_avals, tuple([getattr(config, f) for f in _TRACE_FLAGS]))
     e = self._cache.get(key)
     if e is None:
       e = self._compile(key, in_tree, in_avals, svals, dyn, dkw)
       if not hasattr(e, "exe"):
-        return self._call_traced(leaves, in_tree, skey, svals, e)
-    return self._run(e, leaves, in_avals)
+        return self._call_traced(leaves, in_tree, skey, svals, e), None, 0
+    bufs = e.const_bufs + [x if type(x) is Array else dispatch.to_buffer(x, a)
+                           for x, a in zip(leaves, in_avals)]
+    outs = e.exe.execute(bufs)
+    if config.jax_debug_nans or config.jax_debug_infs:
+      _check_nans_op_by_op(e.jaxpr, e.consts, leaves, outs, self._name)
+    reusable = None if self.donate_argnums else e
+    return tree_util.tree_unflatten(e.out_tree, outs), reusable, len(leaves)
 
   def _call_traced(self, leaves, in_tree, skey, svals, entry=None):
     in_avals = tuple(avals_mod.raise_to_shaped(avals_mod.get_aval(x)) for x in leaves)
@@ -355,7 +340,6 @@ class Jitted:
     """Trace and lower for these arguments; returns a `Lowered` (`.as_text()`, `.compile()`)."""
     dyn, dkw, skey, svals = self._split(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
-    in_tree = ("kw", in_tree)
     in_avals = tuple(avals_mod.raise_to_shaped(_arg_aval(x, self.fun, i))
                      for i, x in enumerate(leaves))
     jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)
@@ -371,7 +355,6 @@ class Jitted:
 
   def clear_cache(self):
     self._cache.clear()
-    self._flat_cache.clear()
 
 
 class Lowered:
@@ -396,7 +379,7 @@ class Lowered:
 
   def compile(self):
     out_avals = [v.aval for v in self.jaxpr.outvars]
-    exe = backend.compile(self._text, [(a.shape, a.dtype) for a in out_avals])
+    exe = backend.compile(self._text, out_avals)
     return Compiled(exe, out_avals, self.consts, self.in_tree, self.out_tree, self.in_avals)
 
 
@@ -416,17 +399,16 @@ class Compiled:
 
   def __call__(self, *args, **kwargs):
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-    in_tree = ("kw", in_tree)
     if in_tree != self._in_tree:
-      raise TypeError(f"Compiled function called with argument structure {in_tree[1]}, "
-                      f"but it was compiled for {self._in_tree[1]}.")
+      raise TypeError(f"Compiled function called with argument structure {in_tree}, "
+                      f"but it was compiled for {self._in_tree}.")
     avals = [avals_mod.get_aval(x) for x in leaves]
     for i, (a, b) in enumerate(zip(avals, self._in_avals)):
       if a.shape != b.shape or a.dtype != b.dtype:
         raise TypeError(f"Compiled function argument {i} has type {a.str_short()}, but it "
                         f"was compiled for {b.str_short()}.")
     bufs = self._const_bufs + [dispatch.to_buffer(x, a) for x, a in zip(leaves, self._in_avals)]
-    outs = [Array(b, a) for b, a in zip(self._exe.execute(bufs), self._out_avals)]
+    outs = self._exe.execute(bufs)
     return tree_util.tree_unflatten(self._out_tree, outs)
 
 
@@ -446,7 +428,8 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
   """Compile `fun` with XLA; traces once per argument shape/dtype/static values.
 
   Usable as `jit(f)`, `@jit` or `@jit(static_argnums=...)` (and with
-  `functools.partial(jit, static_argnums=...)`).
+  `functools.partial(jit, static_argnums=...)`). `inline=True` makes the call
+  disappear under transformations: its operations join the outer jaxpr.
 
   >>> f = jit(lambda x: x * 2.)
   >>> f(3.)
@@ -454,10 +437,39 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
   """
   if fun is None:
     return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                         donate_argnums=donate_argnums, device=device, backend=backend)
-  return Jitted(fun, static_argnums, static_argnames, donate_argnums, device, backend)
+                         donate_argnums=donate_argnums, device=device, backend=backend,
+                         inline=inline)
+  jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums, device, backend,
+                  inline)
+  if jitted.donate_argnums or jitted.static_argnums or jitted.static_argnames:
+    # Donation and static arguments stay on the Python path: the C++ one rejects
+    # unhashable static values, which tracejax accepts (by identity, with a warning).
+    return jitted
+  return _cpp_jit(jitted)
 
 
+def _cpp_jit(jitted):
+  """jaxlib's C++ dispatcher in front of `jitted` (see runtime/backend.py)."""
+  f = _backend_rt.make_cpp_jit(jitted._name, jitted.fun, jitted._cache_miss, (), (),
+                               jitted.options)
+  f = functools.wraps(jitted.fun)(f)
+  f._jitted = jitted
+  return f
+
+
+def _install_cpp_jit_methods():
+  """The AOT and cache methods of jitted functions, on jaxlib's PjitFunction type."""
+  cls = _backend_rt.PjitFunction
+  cls.lower = lambda self, *a, **k: self._jitted.lower(*a, **k)
+  cls.trace = lambda self, *a, **k: self._jitted.trace(*a, **k)
+  cls.eval_shape = lambda self, *a, **k: self._jitted.eval_shape(*a, **k)
+  cls.clear_cache = lambda self: (self._jitted.clear_cache(), self._clear_cache())
+  cls.fun = property(lambda self: self._jitted.fun)
+
+
+_install_cpp_jit_methods()
+tree_util.add_registration_hook(_backend_rt.pytree_registry.register_node)
+_trace_mod.on_trace_change = _backend_rt.tracing_flag.set_local
 _ = (np, dtypes, errors)
 
 

@@ -616,6 +616,20 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func,
   _registry[nodetype] = (flatten_func, unflatten_func, flatten_with_keys_func)
   # Overrides a cached leaf/namedtuple classification of this type.
   _kind_cache[nodetype] = _K_CUSTOM
+  for hook in _registration_hooks:
+    hook(nodetype, flatten_func, unflatten_func)
+
+
+# Called with (nodetype, flatten_func, unflatten_func) for every registration, past
+# and future: jit mirrors the registry into jaxlib's C++ one, which its fast
+# dispatch path flattens arguments with.
+_registration_hooks = []
+
+
+def add_registration_hook(hook):
+  for t, (flatten_func, unflatten_func, _) in _registry.items():
+    hook(t, flatten_func, unflatten_func)
+  _registration_hooks.append(hook)
 
 
 def register_pytree_node_class(cls):

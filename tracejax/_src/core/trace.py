@@ -98,14 +98,25 @@ def current_trace():
   return _ctx.trace
 
 
+def _no_hook(tracing):
+  pass
+
+
+# Told whether the thread is now inside a transformation; the jit module points it
+# at the C++ dispatcher's flag, so jitted calls under a trace never take its fast path.
+on_trace_change = _no_hook
+
+
 @contextlib.contextmanager
 def set_current_trace(trace):
   prev = _ctx.trace
   _ctx.trace = trace
+  on_trace_change(trace is not eval_trace)
   try:
     yield trace
   finally:
     _ctx.trace = prev
+    on_trace_change(prev is not eval_trace)
 
 
 def bind(primitive, *args, **params):

@@ -757,3 +757,23 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
   out = _select(isnan(x), util.convert(nan, dt, False), x)
   out = _select(isposinf(out), util.convert(posinf, dt, False), out)
   return _select(isneginf(out), util.convert(neginf, dt, False), out)
+
+
+# ---- eager dispatch ----
+# Every function above whose parameters are all positional-only arrays becomes an
+# inline `jit` (as JAX's are): an eager call then runs through jaxlib's C++ jit
+# dispatch, compiled once per signature, and under a transformation the call
+# disappears, its operations joining the outer jaxpr.
+
+def _eager_jit_all(namespace):
+  import inspect
+  from tracejax._src.jit import jit
+  for name, fn in list(namespace.items()):
+    if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != __name__:
+      continue
+    params = inspect.signature(fn).parameters.values()
+    if params and all(p.kind is inspect.Parameter.POSITIONAL_ONLY for p in params):
+      namespace[name] = jit(fn, inline=True)
+
+
+_eager_jit_all(globals())

@@ -11,15 +11,9 @@ from tracejax._src.core import avals as avals_mod
 from tracejax._src.runtime import backend
 
 
-class Array:
-  """A device-resident, immutable array (the 2020 documents call it DeviceArray)."""
-  __slots__ = ("_buf", "aval", "_npy", "__weakref__")
+class _ArrayMethods:
+  """The Python side of `Array`: attached to jaxlib's C++ ArrayImpl below."""
   __array_priority__ = 100
-
-  def __init__(self, buf, aval):
-    self._buf = buf
-    self.aval = aval
-    self._npy = None
 
   shape = property(lambda self: self.aval.shape)
   dtype = property(lambda self: self.aval.dtype)
@@ -29,15 +23,19 @@ class Array:
 
   @property
   def _value(self):
-    v = self._npy
+    v = self._npy_value
     if v is None:
       if backend.needs_bitcast_fetch(self.aval.dtype):
-        v = backend.fetch_via_bitcast(self._buf, self.aval.shape, self.aval.dtype)
+        v = backend.fetch_via_bitcast(self, self.aval.shape, self.aval.dtype)
       else:
-        v = backend.to_numpy(self._buf)
+        v = backend.to_numpy(self)
       v.flags.writeable = False if v.flags.owndata or v.base is not None else v.flags.writeable
-      self._npy = v
+      self._npy_value = v
     return v
+
+  @property
+  def _buf(self):  # the array is its own device buffer
+    return self
 
   def __array__(self, dtype=None, copy=None):
     v = self._value
@@ -45,25 +43,14 @@ class Array:
       return np.array(v, dtype=dtype, copy=True)
     return v if dtype is None else v.astype(dtype)
 
-  def block_until_ready(self):
-    """Wait until the value is computed; returns the array itself."""
-    self._buf.block_until_ready()
-    return self
-
   def copy_to_host_async(self):
-    self._buf._copy_single_device_array_to_host_async()
-
-  def is_deleted(self):
-    return self._buf.is_deleted()
-
-  def delete(self):
-    self._buf.delete()
+    self._copy_single_device_array_to_host_async()
 
   def device(self):
-    return backend.buffer_device(self._buf)
+    return backend.buffer_device(self)
 
   def devices(self):
-    return {backend.buffer_device(self._buf)}
+    return {backend.buffer_device(self)}
 
   def device_buffer(self):
     return self
@@ -130,6 +117,18 @@ def _reconstruct(value, weak_type):
   return from_numpy(value, weak_type=weak_type)
 
 
+
+# `Array` *is* jaxlib's C++ ArrayImpl, with the methods above attached (as JAX does):
+# jaxlib's C++ jit dispatch accepts and returns only ArrayImpls, so this is what
+# lets a cached jitted call run without entering Python. `block_until_ready`,
+# `delete` and `is_deleted` are ArrayImpl's own.
+Array = backend.ArrayImpl
+for _name, _attr in list(vars(_ArrayMethods).items()):
+  if _name not in ("__dict__", "__weakref__", "__module__", "__qualname__"):
+    setattr(Array, _name, _attr)
+Array.__doc__ = "A device-resident, immutable array (the 2020 documents call it DeviceArray)."
+del _name, _attr
+
 DeviceArray = Array
 avals_mod.pytype_aval_mappings[Array] = lambda x: x.aval
 
@@ -137,5 +136,4 @@ avals_mod.pytype_aval_mappings[Array] = lambda x: x.aval
 def from_numpy(x, weak_type=False, device=None, dtype=None):
   """An Array holding a copy of NumPy array `x` (already of a canonical dtype)."""
   x = np.asarray(x) if dtype is None else np.asarray(x, dtype)
-  return Array(backend.device_put(x, device),
-               avals_mod.ShapedArray(x.shape, x.dtype, weak_type))
+  return backend.device_put(x, device, avals_mod.ShapedArray(x.shape, x.dtype, weak_type))

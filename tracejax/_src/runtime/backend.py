@@ -12,6 +12,7 @@ import os
 import tempfile
 import threading
 import warnings
+from typing import Any, NamedTuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
@@ -149,28 +150,48 @@ def sharding_for(device):
 # ---- transfers ----
 
 class _Aval:
-  """What batched_device_put and result handlers read: shape, dtype, weak_type."""
+  """What batched_device_put and result handlers read: shape, dtype, weak_type.
+
+  Arrays made for users carry a `ShapedArray` instead; this stands in for buffers
+  that stay internal (scalar arguments, bitcast fetches).
+  """
   __slots__ = ("shape", "dtype", "weak_type")
 
   def __init__(self, shape, dtype, weak_type=False):
     self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
 
+  def __eq__(self, other):
+    return (type(other) is _Aval and self.shape == other.shape and
+            self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+  def __hash__(self):
+    return hash((self.shape, self.dtype, self.weak_type))
+
+
+def _as_aval(a):
+  return _Aval(*a) if type(a) is tuple else a
+
 
 _COPY = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 
 
-def device_put(x, device=None):
-  """Copy a NumPy array to `device`; returns a device buffer (jaxlib ArrayImpl)."""
+def device_put(x, device=None, aval=None):
+  """Copy a NumPy array to `device`; returns a jaxlib ArrayImpl whose `.aval` is `aval`."""
   device = device or default_device()
   if not x.flags.c_contiguous:
     x = np.ascontiguousarray(x)
-  return xc.batched_device_put(_Aval(x.shape, x.dtype), sharding_for(device), [x], [device],
+  aval = _Aval(x.shape, x.dtype) if aval is None else aval
+  return xc.batched_device_put(aval, sharding_for(device), [x], [device],
                                committed=True, enable_x64=True, host_buffer_semantics=_COPY)
 
 
 def to_numpy(buf):
-  """Fetch a device buffer as a read-only NumPy array (blocks until ready)."""
-  return np.asarray(buf)
+  """Fetch a device buffer as a read-only NumPy array (blocks until ready).
+
+  Through the buffer protocol explicitly: `np.asarray(buf)` would call the
+  `__array__` that tracejax attaches to ArrayImpl, which calls this.
+  """
+  return np.asarray(memoryview(buf))
 
 
 def buffer_device(buf):
@@ -180,13 +201,14 @@ def buffer_device(buf):
 _handler_cache = {}
 
 
-def result_handler(shape, dtype, device=None):
+def result_handler(aval, device=None):
+  """Turns an output buffer into an ArrayImpl carrying `aval` (shape, dtype, weak_type)."""
   device = device or default_device()
-  key = (shape, dtype, device)
+  key = (aval, device)
   h = _handler_cache.get(key)
   if h is None:
     h = _handler_cache[key] = _jax.array_result_handler(
-        _Aval(shape, dtype), sharding_for(device), True, _skip_checks=True)
+        aval, sharding_for(device), True, _skip_checks=True)
   return h
 
 
@@ -211,11 +233,12 @@ def make_ir_context():
 
 class Executable:
   """A compiled program plus the handlers that turn its outputs into buffers."""
-  __slots__ = ("exe", "handlers", "device", "text")
+  __slots__ = ("exe", "handlers", "device", "text", "out_avals")
 
-  def __init__(self, exe, out_shapes, device, text):
+  def __init__(self, exe, out_avals, device, text):
     self.exe, self.device, self.text = exe, device, text
-    self.handlers = [result_handler(s, d, device) for s, d in out_shapes]
+    self.out_avals = out_avals
+    self.handlers = [result_handler(a, device) for a in out_avals]
 
   def execute(self, buffers):
     return self.exe.execute_sharded(buffers).consume_with_handlers(self.handlers)
@@ -241,13 +264,16 @@ def _compile_options(num_replicas=1, num_partitions=1, device_assignment=None):
   return opts
 
 
-def compile(module_text, out_shapes, device=None, num_replicas=1, host_callbacks=None):
+def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=None):
   """Compile StableHLO text for `device`; cached in process and on disk.
 
-  `out_shapes` lists (shape, dtype) of the outputs, for the result handlers.
+  `out_avals` gives each output's aval (or a (shape, dtype) pair): the outputs
+  are ArrayImpls carrying them. The same text can serve different output avals
+  (weak types differ), so they are part of the in-process key.
   """
   device = device or default_device()
-  key = (module_text, device, num_replicas)
+  out_avals = [_as_aval(a) for a in out_avals]
+  key = (module_text, device, num_replicas, tuple(out_avals))
   exe = _exe_cache.get(key)
   if exe is not None:
     return exe
@@ -272,7 +298,7 @@ def compile(module_text, out_shapes, device=None, num_replicas=1, host_callbacks
       loaded = client.compile_and_load(module_text, devlist, opts)
     if use_disk:
       _disk_store(loaded, path)
-  exe = Executable(loaded, out_shapes, device, module_text)
+  exe = Executable(loaded, out_avals, device, module_text)
   _exe_cache[key] = exe
   return exe
 
@@ -374,3 +400,89 @@ def parse_module(text):
   ctx = make_ir_context()
   with ctx:
     return ir.Module.parse(text)
+
+
+# ---- jaxlib's C++ jit dispatch (PjitFunction) ----
+#
+# A cached jit call is the hot path of every program. jaxlib implements it in C++:
+# flatten the arguments with a C++ pytree registry, compute a signature (avals,
+# static values, the flags below), find the executable, run it. tracejax hands it
+# a `cache_miss` callback (our Python jit) that returns the executable's
+# "fast-path data" once it is compiled; later calls with that signature never
+# enter Python. Calls it cannot handle (tracers, unknown leaf types) go to
+# `cache_miss` every time, so correctness never depends on it.
+
+ArrayImpl = _jax.ArrayImpl
+PjitFunction = _jax.PjitFunction
+
+# jaxlib's C++ reads these flags from its own config objects; each mirrors one of
+# ours. All but post_hook are part of the C++ cache key, so flipping one (x64, the
+# PRNG stream, rank promotion...) can never hit an executable traced under the
+# other value.
+_x64_flag = _jax.config.Config("jax_enable_x64", config.jax_enable_x64,
+                               include_in_jit_key=True, include_in_trace_context=True)
+_jax.jax_jit.set_enable_x64_state(_x64_flag)
+_disable_jit_flag = _jax.config.Config("jax_disable_jit", config.jax_disable_jit,
+                                       include_in_jit_key=True, include_in_trace_context=True)
+_jax.jax_jit.set_disable_jit_state(_disable_jit_flag)
+_post_hook_flag = _jax.config.Config("jax_post_hook", None, include_in_jit_key=False,
+                                     include_in_trace_context=False)
+_jax.jax_jit.set_post_hook_state(_post_hook_flag)
+
+
+def _mirror(name, cpp_flag):
+  config.observe(name, cpp_flag.set_global)
+
+
+_mirror("jax_enable_x64", _x64_flag)
+_mirror("jax_disable_jit", _disable_jit_flag)
+_KEYED_FLAGS = ("jax_debug_nans", "jax_debug_infs", "jax_numpy_rank_promotion",
+                "jax_threefry_partitionable", "jax_default_matmul_precision",
+                "jax_enable_checks")
+for _name in _KEYED_FLAGS:
+  _mirror(_name, _jax.config.Config(_name, getattr(config, _name), include_in_jit_key=True,
+                                    include_in_trace_context=True))
+
+# Whether the current thread is inside a transformation: a traced call must reach
+# Python (to stage or transform the call), so it is part of the C++ key too.
+# `core.trace.set_current_trace` flips it.
+tracing_flag = _jax.config.Config("tracejax_tracing", False, include_in_jit_key=True,
+                                  include_in_trace_context=True)
+
+# The C++ pytree registry: tracejax.tree_util registers every node type here too.
+pytree_registry = _jax.pytree.PyTreeRegistry()
+_jit_cache = _jax.PjitFunctionCache(capacity=8192)
+
+
+def _shard_arg_fallback(x, sharding, layout=None, copy_semantics=None):
+  """An argument the C++ path cannot place itself (a NumPy array of an exotic type)."""
+  x = np.asarray(x)
+  return device_put(x, sharding._device)
+
+
+def make_cpp_jit(name, fun, cache_miss, static_argnums, static_argnames, key):
+  """A PjitFunction: `cache_miss(*args, **kwargs)` returns (out, fastpath_or_None, False)."""
+  return _jax.pjit(name, fun, cache_miss, list(static_argnums), list(static_argnames), key,
+                   pytree_registry, _shard_arg_fallback, _jit_cache)
+
+
+class _FastpathFields(NamedTuple):
+  xla_executable: Any
+  out_pytree_def: Any
+  in_shardings: Any
+  out_shardings: Any
+  out_avals: Any
+  out_committed: Any
+  kept_var_bitvec: Any
+  in_device_local_layouts: Any
+  const_args: Any
+
+
+def fastpath_data(exe, out_treedef, n_args, const_bufs):
+  """What the C++ jit needs to run `exe` without Python (field names are jaxlib's)."""
+  sh = sharding_for(exe.device)
+  n_in = len(const_bufs) + n_args
+  n_out = len(exe.out_avals)
+  return _FastpathFields(exe.exe, out_treedef, [sh] * n_in, [sh] * n_out,
+                         list(exe.out_avals), [True] * n_out, [True] * n_in, [None] * n_in,
+                         list(const_bufs))

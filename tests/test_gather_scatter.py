@@ -684,3 +684,16 @@ def test_take_along_axis():
   np.testing.assert_array_equal(out, np.full((3, 4, 1), -1., np.float32))
   g = grad(lambda x: I.take_along_axis(x, np.array([[0, 0, 1]]), 1).sum())(np.ones((2, 2)))
   np.testing.assert_array_equal(g, [[2, 1], [2, 1]])
+
+
+def test_public_take_and_boolean_index_error():
+  import tracejax.numpy as jnp_public
+  from tracejax.errors import NonConcreteBooleanIndexError
+  x = np.arange(12.).reshape(3, 4)
+  np.testing.assert_array_equal(jnp_public.take(x, np.array([0, 2]), axis=1),
+                                np.take(x, [0, 2], axis=1))
+  idx = np.array([[0], [3], [1]])
+  np.testing.assert_array_equal(jnp_public.take_along_axis(x, idx, axis=1),
+                                np.take_along_axis(x, idx, axis=1))
+  with pytest.raises(NonConcreteBooleanIndexError):
+    jit(lambda x: x[x > 2])(x)

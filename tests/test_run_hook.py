@@ -123,3 +123,25 @@ def test_usage_errors_exit_2(tmp_path, args):
   proc = _run(args, cwd=tmp_path)
   assert proc.returncode == 2, proc.stdout + proc.stderr
   assert "tracejax" in proc.stderr
+
+
+def test_seed_mlir_lowering_rule_form(tmp_path):
+  # The 2024 primitives notebook: a lowering rule written with `jax._src.lib.mlir`.
+  (tmp_path / "prog.py").write_text(textwrap.dedent("""
+    import numpy as np
+    import jax
+    from jax import core
+    from jax._src.lib.mlir.dialects import hlo
+    from jax.interpreters import mlir
+
+    p = core.Primitive("multiply_add")
+    p.def_impl(lambda x, y, z: np.add(np.multiply(x, y), z))
+    p.def_abstract_eval(lambda x, y, z: core.ShapedArray(x.shape, x.dtype))
+    mlir.register_lowering(p, lambda ctx, x, y, z: [hlo.AddOp(hlo.MulOp(x, y), z).result],
+                           platform="cpu")
+    assert jax.jit(lambda x, y: p.bind(x, x, y))(2., 10.) == 14.
+    print("ok")
+  """))
+  r = _run(["run", "prog.py"], tmp_path)
+  assert r.returncode == 0, r.stderr
+  assert r.stdout.strip().endswith("ok")

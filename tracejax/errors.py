@@ -14,3 +14,5 @@ from tracejax._src.errors import (
     UnexpectedTracerError as UnexpectedTracerError,
 )
 from tracejax._src.runtime.backend import JaxRuntimeError as JaxRuntimeError
+from tracejax._src.numpy.indexing import (
+    NonConcreteBooleanIndexError as NonConcreteBooleanIndexError)

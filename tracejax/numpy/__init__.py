@@ -20,6 +20,7 @@ from tracejax._src.numpy.index_tricks import (
     triu_indices, triu_indices_from, unravel_index,
 )
 from tracejax._src.numpy.indexing import IndexUpdateHelper as _IndexUpdateHelper
+from tracejax._src.numpy.indexing import take, take_along_axis
 from tracejax._src.numpy.pad import pad
 from tracejax._src.numpy.polynomial import polyval, vander
 from tracejax._src.numpy.printing import array_repr, array_str

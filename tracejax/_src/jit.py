@@ -1,10 +1,15 @@
 """`jit`: trace once per argument signature, compile with XLA, then only dispatch.
 
-Outside any transformation a jitted call takes the fast path: flatten the
-arguments, look the signature (tree structure, avals, static values) up in the
-function's cache, and execute. Under a transformation (or when an argument is
-a tracer), the traced jaxpr is bound as the `xla_call` primitive so the outer
-trace sees one call equation, as the seeds print it.
+`jit(f)` is jaxlib's C++ dispatcher (a PjitFunction, made in runtime/backend.py)
+in front of a `Jitted`, which holds everything in Python: tracing, compiling,
+the tracing cache (shared by every `jit` of the same function), `.lower()`.
+A call whose signature (pytree structure, avals, flags) the C++ side has seen
+runs the executable without entering Python; any other call reaches
+`Jitted._cache_miss`. Under a transformation (or when an argument is a tracer)
+the traced jaxpr is bound as the `xla_call` primitive so the outer trace sees
+one call equation, as the seeds print it; `inline=True` jits (the jnp ufuncs)
+instead join the outer jaxpr. Static arguments and donation keep to the Python
+path.
 """
 import functools
 import inspect

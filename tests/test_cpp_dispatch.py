@@ -182,3 +182,15 @@ def test_jit_of_a_bound_method_and_as_a_method():
   # Like JAX, a jitted function looked up on a class binds `self` (here a non-array: error).
   with pytest.raises(TypeError, match="not a valid JAX type"):
     Static().f(1.)
+
+
+def test_ordered_and_default_dicts_keep_their_leaf_order():
+  f = jit(lambda d: {k: v * 2 for k, v in d.items()})
+  od = collections.OrderedDict([("b", jnp.ones(2)), ("a", jnp.zeros(3))])
+  dd = collections.defaultdict(list, {"z": jnp.ones(1), "a": jnp.zeros(2)})
+  for _ in range(3):
+    out = f(od)
+    assert out["b"].shape == (2,) and out["a"].shape == (3,)
+    out = f(dd)
+    assert out["z"].shape == (1,) and out["a"].shape == (2,)
+  assert tracejax.block_until_ready(od) is od

@@ -11,6 +11,7 @@ one call equation, as the seeds print it; `inline=True` jits (the jnp ufuncs)
 instead join the outer jaxpr. Static arguments and donation keep to the Python
 path.
 """
+import collections
 import functools
 import inspect
 import warnings
@@ -474,6 +475,26 @@ def _install_cpp_jit_methods():
 
 _install_cpp_jit_methods()
 tree_util.add_registration_hook(_backend_rt.pytree_registry.register_node)
+
+
+def _ordered_dict_flatten(x):
+  keys = tuple(x)
+  return [x[k] for k in keys], keys
+
+
+def _defaultdict_flatten(x):
+  keys = tree_util._sorted_keys(x)
+  return [x[k] for k in keys], (x.default_factory, keys)
+
+
+# jaxlib's registry knows None, tuples, namedtuples, lists and dicts; these two are
+# nodes for tracejax too, with the same child order as tree_util's.
+_backend_rt.pytree_registry.register_node(
+    collections.OrderedDict, _ordered_dict_flatten,
+    lambda keys, vals: collections.OrderedDict(zip(keys, vals)))
+_backend_rt.pytree_registry.register_node(
+    collections.defaultdict, _defaultdict_flatten,
+    lambda aux, vals: collections.defaultdict(aux[0], zip(aux[1], vals)))
 _trace_mod.on_trace_change = _backend_rt.tracing_flag.set_local
 _ = (np, dtypes, errors)
 

@@ -357,6 +357,11 @@ def register_lapack():
         _lapack_registered = True
 
 
+def block_until_ready_many(bufs):
+  """Wait for several device arrays with one call into jaxlib."""
+  _jax.batched_block_until_ready(bufs)
+
+
 def block_until_ready(buf):
   buf.block_until_ready()
   return buf

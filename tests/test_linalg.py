@@ -499,8 +499,60 @@ def test_eig_grads(x64):
   f = lambda x: L.eig(x, False, False)[0]
   _check_grads(f, (a,), tol=1e-4)
   _check_grads(f, (_rand((3, 3), C128),), tol=1e-4)
-  with pytest.raises(NotImplementedError, match="eigenvectors"):
+  # As in JAX, eigenvector derivatives are opt-in (their validity cannot be checked).
+  with pytest.raises(NotImplementedError, match="enable_eigvec_derivs"):
     jvp(lambda x: L.eig(x)[2], (a,), (a,))
+
+
+def _distinct_eigenvalues(shape, dtype, seed):
+  """A random matrix whose eigenvalues are well separated (and whose eigenvectors have
+  one clearly largest component), so the eigenvectors are differentiable."""
+  rng = np.random.default_rng(seed)
+  n = shape[-1]
+  a = _rand(shape, dtype, seed)
+  for _ in range(100):
+    w = np.linalg.eigvals(a)
+    gaps = np.abs(w[..., :, None] - w[..., None, :]) + np.eye(n) * 1e9
+    _, v = np.linalg.eig(a)
+    top = np.sort(np.abs(v), axis=-2)
+    if gaps.min() > 0.3 and (top[..., -1, :] - top[..., -2, :]).min() > 0.05:
+      return a
+    a = _rand(shape, dtype, int(rng.integers(1 << 30)))
+  raise AssertionError("no well-separated sample found")
+
+
+@pytest.mark.parametrize("dt", [F64, C128], ids=lambda d: d.name)
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3)])
+def test_eig_eigenvector_grads(x64, dt, shape):
+  # Right and left eigenvectors against finite differences, in geev's normalization
+  # (unit norm, real largest component): the JVP must keep that gauge, or the finite
+  # differences of the LAPACK output and the JVP disagree by a multiple of v.
+  a = _distinct_eigenvalues(shape, dt, seed=7)
+  eig = lambda x: L.eig(x, enable_eigvec_derivs=True)
+  for i in range(3):  # w, vl, vr
+    _check_grads(lambda x: eig(x)[i], (a,), tol=1e-5)
+  _check_grads(lambda x: L.eig(x, False, True, enable_eigvec_derivs=True)[1], (a,),
+               tol=1e-5)
+  # The gauge itself: tangents keep |v_j| = 1 and the largest component real.
+  _, vl, vr = (np.asarray(o) for o in eig(a))
+  t = _rand(shape, dt, seed=3)
+  _, (_, dvl, dvr) = jvp(eig, (a,), (t,))
+  for v, dv in ((vr, np.asarray(dvr)), (vl, np.asarray(dvl))):
+    np.testing.assert_allclose(np.real(np.sum(np.conj(v) * dv, axis=-2)), 0, atol=1e-10)
+    k = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    np.testing.assert_allclose(np.imag(np.take_along_axis(dv, k, axis=-2)), 0, atol=1e-10)
+
+
+def test_eig_eigenvector_grads_under_jit_and_vmap(x64):
+  a = _distinct_eigenvalues((3, 4, 4), F64, seed=11)
+  t = _rand((3, 4, 4), F64, seed=12)
+  f = lambda x: L.eig(x, False, True, enable_eigvec_derivs=True)
+  fj = jit(lambda x, t: jvp(f, (x,), (t,))[1])
+  batched = vmap(fj)(a, t)
+  for i in range(3):
+    for got, want in zip(batched, fj(a[i], t[i])):
+      np.testing.assert_allclose(np.asarray(got)[i], np.asarray(want), rtol=1e-10,
+                                 atol=1e-10)
 
 
 def test_eig_vmap():

@@ -73,3 +73,7 @@ def _collect():
 
 globals().update(_collect())
 __all__ = sorted(n for n in globals() if not n.startswith("_"))
+
+# `jax.lax.linalg` is a submodule (like `jax.lax.linalg.cholesky` in JAX); importing it
+# here makes the attribute available after a plain `import jax.lax`.
+from tracejax.lax import linalg  # noqa: E402,F401

@@ -442,29 +442,49 @@ def _scan_partial_eval(trace, args, params):
   known_k = [c for c, u in zip(init, k_u) if not u]
   known_x = [c for c, u in zip(xs, x_u) if not u]
   n_kk = len(known_k)
+  n_ky = ny - sum(out_u[ncar:])
+  # Residuals that are inputs of the known body need not be stacked per iteration: a
+  # const is loop-invariant (pass it once, as a const of the unknown scan) and an xs
+  # slice is already stacked (pass the xs array itself).
+  ncst = len(known_c)
+  pos = {v: i for i, v in enumerate(kj.invars)}
+  res_src = []   # per residual: ("c", value) / ("x", value) / ("s", None)
+  for v in kj.outvars[n_kk + n_ky:]:
+    i = pos.get(v) if isinstance(v, ir.Var) else None
+    if i is not None and i < ncst:
+      res_src.append(("c", known_c[i]))
+    elif i is not None and i >= ncst + n_kk:
+      res_src.append(("x", known_x[i - ncst - n_kk]))
+    else:
+      res_src.append(("s", None))
+  keep = list(range(n_kk + n_ky)) + [n_kk + n_ky + j for j, (k, _) in enumerate(res_src)
+                                     if k == "s"]
+  kj = ir.Jaxpr(kj.constvars, kj.invars, [kj.outvars[i] for i in keep], kj.eqns)
   with set_current_trace(trace.parent):
     known_outs = scan_p.bind(*known_c, *known_k, *known_x, jaxpr=kj, length=length,
                              reverse=reverse, num_consts=len(known_c), num_carry=n_kk,
                              linear=(False,) * (len(known_c) + n_kk + len(known_x)),
                              unroll=params["unroll"])
-  n_ky = ny - sum(out_u[ncar:])
-  k_carry, k_ys, res = (known_outs[:n_kk], known_outs[n_kk:n_kk + n_ky],
-                        known_outs[n_kk + n_ky:])
-  # The unknown body takes [residuals, unknown consts, carry, xs]; residuals are per
-  # iteration, so they move to the xs position.
+  k_carry, k_ys, stacked = (known_outs[:n_kk], known_outs[n_kk:n_kk + n_ky],
+                            iter(known_outs[n_kk + n_ky:]))
+  res = [val if k != "s" else next(stacked) for k, val in res_src]
+  inv = [j for j, (k, _) in enumerate(res_src) if k == "c"]
+  per = [j for j, (k, _) in enumerate(res_src) if k != "c"]
+  # The unknown body takes [residuals, unknown consts, carry, xs]: invariant residuals
+  # go first among the consts, the per-iteration ones to the xs position.
   n_uc, n_uk, n_ux = sum(c_u), sum(k_u), sum(x_u)
-  order = (list(range(nres, nres + n_uc + n_uk)) + list(range(nres)) +
+  order = (inv + list(range(nres, nres + n_uc + n_uk)) + per +
            list(range(nres + n_uc + n_uk, nres + n_uc + n_uk + n_ux)))
   uj = common.permute_invars(uj, order)
   unk_c = [c for c, u in zip(consts, c_u) if u]
-  unk_k = [c if u else None for c, u in zip(init, k_u)]
   # a carry that is known on entry but unknown in the loop enters as a constant
   unk_k = [c for c, u in zip(init, k_u) if u]
   unk_x = [c for c, u in zip(xs, x_u) if u]
-  u_params = dict(params, jaxpr=uj, num_consts=n_uc, num_carry=n_uk,
+  u_params = dict(params, jaxpr=uj, num_consts=len(inv) + n_uc, num_carry=n_uk,
                   linear=(False,) * (n_uc + n_uk + nres + n_ux))
-  u_outs = trace.tangent_trace.process_primitive(scan_p, [*unk_c, *unk_k, *res, *unk_x],
-                                                 u_params)
+  u_outs = trace.tangent_trace.process_primitive(
+      scan_p, [*[res[j] for j in inv], *unk_c, *unk_k, *[res[j] for j in per], *unk_x],
+      u_params)
   u_carry, u_ys = u_outs[:n_uk], u_outs[n_uk:]
   kc, uc, ky, uy = iter(k_carry), iter(u_carry), iter(k_ys), iter(u_ys)
   return ([next(uc) if u else next(kc) for u in k_u] +

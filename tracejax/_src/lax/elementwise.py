@@ -534,10 +534,11 @@ def _replace_zero(x):
 def _balanced_eq(x, z, y):
   # 1 where x alone attains z, 1/2 where x and y tie, 0 elsewhere: the derivative of a
   # tie is split evenly between the two operands.
-  dt = _dtype(z)
-  x_eq = convert_element_type(eq(x, z), dt)
-  y_eq = convert_element_type(eq(y, z), dt)
-  return div(x_eq, add(y_eq, _const(z, 1)))
+  # Two selects (not converts and an add): the fused loop XLA makes of it is then the
+  # one it makes for JAX's rule.
+  x_eq = select_n(eq(x, z), _full_like(z, 0), _full_like(z, 1))
+  y_eq = select_n(eq(y, z), _full_like(z, 1), _full_like(z, 2))
+  return div(x_eq, y_eq)
 
 
 def _minmax_lower(direction, hlo_op):

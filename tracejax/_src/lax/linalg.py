@@ -1043,46 +1043,120 @@ mlir.register_lowering(svd_p, _svd_cpu_lowering, platform="cpu")
 # eig
 # =============================================================================
 
-def eig(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
+def eig(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+        enable_eigvec_derivs=False, implementation=None, use_magma=None):
   """Eigendecomposition of general square matrices (CPU only).
 
   `x` is a batch of square matrices [..., n, n]. Returns a list: the eigenvalues
   `w` [..., n], then the left eigenvectors `vl` (columns, vl^H A = diag(w) vl^H)
   if asked, then the right ones `vr` (A vr = vr diag(w)) if asked. All are
-  complex; the eigenvectors have unit norm, in LAPACK's order (unsorted).
-  Only the eigenvalues are differentiable.
+  complex and in LAPACK's order (unsorted), with LAPACK geev's normalization:
+  each eigenvector has unit 2-norm and its largest-magnitude component is real.
+
+  The eigenvalues are always differentiable. The eigenvectors are only with
+  `enable_eigvec_derivs=True`, as in JAX: their derivative (taken in geev's
+  normalization) is only valid when the eigenvalues are distinct and no
+  eigenvector has two components tied for the largest magnitude, which cannot be
+  checked while tracing. `implementation` and `use_magma` choose GPU kernels in
+  JAX; tracejax has only LAPACK and accepts them for compatibility.
   """
+  del use_magma  # GPU-only choice in JAX
+  name = getattr(implementation, "name", implementation)
+  if name is not None and str(name).upper() != "LAPACK":
+    raise NotImplementedError(f"eig: only the LAPACK implementation exists here, got "
+                              f"implementation={implementation!r}.")
   return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
-                    compute_right_eigenvectors=bool(compute_right_eigenvectors))
+                    compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                    enable_eigvec_derivs=bool(enable_eigvec_derivs))
 
 
-def _eig_shape_rule(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_shape_rule(x, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
   _check_matrix("eig", x, square=True)
   n_vecs = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
   return [x.shape[:-1]] + [x.shape] * n_vecs
 
 
-def _eig_dtype_rule(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_dtype_rule(x, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
   _check_lapack_dtype("eig", x)
   n_vecs = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
   return [dtypes.to_complex_dtype(x.dtype)] * (1 + n_vecs)
 
 
-def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors):
-  if compute_left_eigenvectors or compute_right_eigenvectors:
-    raise NotImplementedError(
-        "The derivatives of eigenvectors of eig are not implemented, only of its "
-        "eigenvalues (jnp.linalg.eigvals). See https://github.com/google/jax/issues/2748.")
-  # dw = diag(V^-1 dA V) (eqn 4.60 of https://arxiv.org/abs/1701.00392).
+def _eig_tangents(w, v, da):
+  """(dw, dv) of A v_j = w_j v_j, for distinct eigenvalues, in geev's gauge.
+
+  With P = V^-1 dA V, first-order perturbation theory gives dw = diag(P) and
+  dv_j = u_j + c_j v_j, u = V (F o P), F_ij = 1 / (w_j - w_i) off the diagonal
+  (https://people.maths.ox.ac.uk/gilesm/files/NA-08-01.pdf, sec. 3.1). The free
+  multiple c_j of v_j is what the normalization fixes: a unit norm keeps
+  Re(v_j^H dv_j) = 0, so Re c_j = -Re(v_j^H u_j); a real largest component v_kj
+  keeps Im(dv_kj) = 0, so Im c_j = -Im(u_kj) / v_kj. The two conditions
+  decouple because v_kj is real.
+  """
+  dt = _dtype(v)
+  shape = _shape(v)
+  nd, n = len(shape), shape[-1]
+  p = _matmul(_solve(v, da), v)
+  dw = _diagonal(p)
+  eye = _eye(shape, dt)
+  # 1 / (w_j - w_i) off the diagonal, 0 on it (no division by zero there).
+  f = ew.sub(ew.div(_scalar(1, dt), ew.add(eye, ew.sub(_rows_of(w, n), _cols_of(w, n)))),
+             eye)
+  u = _matmul(v, ew.mul(f, p))
+  re_c = ew.neg(ew.real(reductions.reduce_sum(ew.mul(_conj(v), u), (nd - 2,))))
+  # Row k_j of column j: the largest |v_kj| (the first of ties, like geev's search).
+  k = reductions.argmax(ew.abs(v), nd - 2, np.int32)
+  at_k = ew.eq(structural.broadcasted_iota(np.int32, shape, nd - 2),
+               structural.broadcast_in_dim(k, shape, tuple(range(nd - 2)) + (nd - 1,)))
+  zeros = _zeros(shape, dt)
+
+  def pick(x):  # x[..., k_j, j] for every column j
+    return reductions.reduce_sum(ew.select(at_k, x, zeros), (nd - 2,))
+
+  im_c = ew.neg(ew.div(ew.imag(pick(u)), ew.real(pick(v))))
+  dv = ew.add(u, ew.mul(v, _rows_of(ew.complex(re_c, im_c), n)))
+  return dw, dv
+
+
+def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
+             enable_eigvec_derivs):
   a, = primals
   da, = tangents
-  w, v = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
-  vinv_da = _solve(v, _as_dtype(da, _dtype(v)))
-  dw = reductions.reduce_sum(ew.mul(vinv_da, _T(v)), (len(_shape(a)) - 1,))
-  return [w], [dw]
+  vectors = compute_left_eigenvectors or compute_right_eigenvectors
+  if vectors and not enable_eigvec_derivs:
+    raise NotImplementedError(
+        "The derivatives of the eigenvectors of eig are only valid for inputs with "
+        "distinct eigenvalues (and no eigenvector with two components tied for the "
+        "largest magnitude), which cannot be checked while tracing; pass "
+        "enable_eigvec_derivs=True to lax.linalg.eig to opt in. The eigenvalues "
+        "(jnp.linalg.eigvals) are always differentiable. See "
+        "https://github.com/google/jax/issues/2748.")
+  # The right eigenvectors are needed for every tangent, asked for or not.
+  outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
+                    compute_right_eigenvectors=True,
+                    enable_eigvec_derivs=enable_eigvec_derivs)
+  w, vr = outs[0], outs[-1]
+  da = _as_dtype(da, _dtype(vr))
+  if not vectors:
+    # dw = diag(V^-1 dA V) (eqn 4.60 of https://arxiv.org/abs/1701.00392).
+    vinv_da = _solve(vr, da)
+    return [w], [reductions.reduce_sum(ew.mul(vinv_da, _T(vr)), (len(_shape(a)) - 1,))]
+  dw, dvr = _eig_tangents(w, vr, da)
+  primals_out, tangents_out = [w], [dw]
+  if compute_left_eigenvectors:
+    # vl^H A = diag(w) vl^H says A^H vl = vl diag(conj w): the left eigenvectors are
+    # the right ones of A^H, normalized the same way by geev.
+    _, dvl = _eig_tangents(_conj(w), outs[1], _H(da))
+    primals_out.append(outs[1])
+    tangents_out.append(dvl)
+  if compute_right_eigenvectors:
+    primals_out.append(vr)
+    tangents_out.append(dvr)
+  return primals_out, tangents_out
 
 
-def _eig_cpu_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_cpu_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+                      enable_eigvec_derivs):
   aval, = ctx.avals_in
   if 0 in aval.shape:
     return _empty_outputs(ctx)

@@ -205,13 +205,15 @@ def test_trace_to_jaxpr_known_inputs_are_evaluated_not_staged():
   def f(x, y):
     k = jnp.sin(x) * 2.0             # known: computed now, becomes a constant
     return [k * y, jnp.cos(x), y]    # unknown, known, unknown (an input)
-  x, y = np.float32(0.5), np.arange(3, dtype=np.float32)
-  pvals = [pe.PartialVal.known(x), pe.PartialVal.unknown(core.ShapedArray((3,), np.float32))]
+  x, y = np.full(2, 0.5, np.float32), np.arange(6, dtype=np.float32).reshape(3, 2)
+  pvals = [pe.PartialVal.known(x), pe.PartialVal.unknown(core.ShapedArray((3, 2), np.float32))]
   jaxpr, out_pvals, consts = pe.trace_to_jaxpr(lu.wrap_init(f), pvals)
   core.check_jaxpr(jaxpr)
   assert [e.primitive.name for e in jaxpr.eqns] == ["mul"]  # sin/cos ran eagerly
+  # (a known non-scalar becomes a constvar; a known scalar would be an inline literal)
   assert len(jaxpr.invars) == 1 and len(consts) == 1
-  np.testing.assert_allclose(consts[0], np.sin(x) * 2.0, rtol=1e-6)
+  np.testing.assert_allclose(consts[0], np.broadcast_to(np.sin(x) * 2.0, consts[0].shape),
+                             rtol=1e-6)
   assert [p.is_known() for p in out_pvals] == [False, True, False]
   np.testing.assert_allclose(out_pvals[1].get_known(), np.cos(x), rtol=1e-6)
   assert jaxpr.outvars[1] is core.unitvar and "*" in str(jaxpr)

@@ -900,3 +900,16 @@ def test_block_and_printing_and_complex_predicates():
   check(jnp.isreal(z), np.isreal(z))
   assert jnp.isrealobj(jnp.ones(2)) and not jnp.isrealobj(z)
   check(jnp.fabs(np.array([-1, 2], np.int32)), np.fabs(np.array([-1, 2])).astype(np.float32))
+
+
+def test_logaddexp_gradient_splits_evenly_at_ties():
+  import tracejax
+  from tracejax.test_util import check_grads
+  for f in (jnp.logaddexp, jnp.logaddexp2):
+    g1, g2 = tracejax.grad(f, (0, 1))(1., 1.)
+    assert float(g1) == float(g2) == 0.5
+    check_grads(f, (jnp.array([0.3, -2., 1.]), jnp.array([1.5, 4., 1.])), order=2)
+  g1, g2 = tracejax.grad(jnp.logaddexp, (0, 1))(-np.inf, 0.)
+  assert (float(g1), float(g2)) == (0., 1.)
+  np.testing.assert_allclose(jnp.logaddexp2(1., 2.), np.logaddexp2(1., 2.), rtol=1e-6)
+  assert float(jnp.logaddexp(-np.inf, -np.inf)) == -np.inf

@@ -6,6 +6,7 @@ This module only re-exports; the implementations live in `tracejax/_src/nn/`.
 from tracejax.nn import initializers as initializers
 from tracejax._src.nn.functions import (
     celu as celu,
+    dot_product_attention as dot_product_attention,
     elu as elu,
     gelu as gelu,
     glu as glu,
@@ -15,8 +16,10 @@ from tracejax._src.nn.functions import (
     hard_tanh as hard_tanh,
     identity as identity,
     leaky_relu as leaky_relu,
+    log1mexp as log1mexp,
     log_sigmoid as log_sigmoid,
     log_softmax as log_softmax,
+    logmeanexp as logmeanexp,
     logsumexp as logsumexp,
     mish as mish,
     normalize as normalize,
@@ -29,6 +32,8 @@ from tracejax._src.nn.functions import (
     soft_sign as soft_sign,
     softmax as softmax,
     softplus as softplus,
+    sparse_plus as sparse_plus,
+    sparse_sigmoid as sparse_sigmoid,
     squareplus as squareplus,
     standardize as standardize,
     swish as swish,

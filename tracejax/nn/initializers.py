@@ -5,6 +5,7 @@ This module only re-exports; the implementations live in `tracejax/_src/nn/initi
 """
 # flake8: noqa: F401
 from tracejax._src.nn.initializers import (
+    Initializer as Initializer,
     constant as constant,
     delta_orthogonal as delta_orthogonal,
     glorot_normal as glorot_normal,

@@ -42,7 +42,10 @@ def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
 
   def apply_fun(params, inputs, **kwargs):
     W, b = params
-    return jnp.dot(inputs, W) + b
+    out = jnp.dot(inputs, W)
+    # b is reshaped to the output's rank so that the bias add is not a rank promotion,
+    # which `jax_numpy_rank_promotion='warn'/'raise'` would report on every call.
+    return out + jnp.reshape(b, (1,) * (out.ndim - 1) + (-1,))
   return init_fun, apply_fun
 
 
@@ -193,10 +196,16 @@ def _pooling_layer(reducer, init_val, rescaler=None):
       strd = strd[:i] + (1,) + strd[i:]
 
     def init_fun(rng, input_shape):
-      padding_vals = lax.padtype_to_pads(input_shape, dims, strd, padding)
+      # An unknown batch size (-1) is computed as 1 and put back afterwards: the shape
+      # rule rejects negative sizes, and the batch axis has a window of 1 anyway.
+      unknown = [i for i, d in enumerate(input_shape) if d < 0]
+      known_shape = tuple(1 if d < 0 else d for d in input_shape)
+      padding_vals = lax.padtype_to_pads(known_shape, dims, strd, padding)
       ones_ = (1,) * len(dims)
-      out_shape = lax.reduce_window_shape_tuple(
-          input_shape, dims, strd, padding_vals, ones_, ones_)
+      out_shape = list(lax.reduce_window_shape_tuple(
+          known_shape, dims, strd, padding_vals, ones_, ones_))
+      for i in unknown:
+        out_shape[i] = input_shape[i]
       return tuple(out_shape), ()
 
     def apply_fun(params, inputs, **kwargs):

@@ -9,6 +9,7 @@ import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.core import avals as avals_mod
+from tracejax._src.runtime.array import Array
 from tracejax._src.core import ir
 from tracejax._src.core.trace import Trace, Tracer, set_current_trace
 
@@ -97,7 +98,9 @@ class DynamicJaxprTrace(Trace):
     return jaxpr, consts
 
 
-_literalable = {int, float, complex, bool, np.ndarray}
+# Scalars of these types stage as literals (inline in the jaxpr and in the program,
+# as in JAX), not as constvars that would become program parameters.
+_literalable = {int, float, complex, bool, np.ndarray, Array}
 _literalable.update(set(np.sctypeDict.values()))
 
 

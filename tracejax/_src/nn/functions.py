@@ -99,10 +99,19 @@ def sigmoid(x):
   return lax.logistic(x)
 
 
+@custom_jvp
 @jit
 def softplus(x):
-  r"""Softplus activation function: :math:`\log(1 + e^x)`, computed without overflow."""
+  r"""Softplus activation function: :math:`\log(1 + e^x)`, computed without overflow.
+
+  Its derivative is `sigmoid(x)`, given as a rule: differentiating `logaddexp(x, 0)`
+  through its `max`/`abs` would split the tie at x == 0 unevenly (softplus'(0) must be
+  0.5, and log_sigmoid'(0) too).
+  """
   return jnp.logaddexp(x, 0)
+
+
+softplus.defjvps(lambda g, ans, x: g * sigmoid(x))
 
 
 @jit
@@ -150,8 +159,14 @@ def mish(x):
 
 @jit
 def squareplus(x, b=4):
-  r"""Squareplus activation function: :math:`(x + \sqrt{x^2 + b}) / 2`."""
-  return (x + jnp.sqrt(jnp.square(x) + b)) / 2
+  r"""Squareplus activation function: :math:`(x + \sqrt{x^2 + b}) / 2`.
+
+  For x < 0 the equal form :math:`b / (2 (\sqrt{x^2 + b} - x))` is used: the textbook
+  sum cancels catastrophically there (squareplus(-1000) would lose every digit in
+  float32).
+  """
+  root = jnp.sqrt(jnp.square(x) + b)
+  return jnp.where(x >= 0, (x + root) / 2, b / (2 * (root - x)))
 
 
 @functools.partial(jit, static_argnames=("approximate",))
@@ -170,6 +185,43 @@ def gelu(x, approximate=True):
     cdf = 0.5 * (1.0 + jnp.tanh(sqrt_2_over_pi * (x + 0.044715 * (x ** 3))))
     return x * cdf
   return x * (lax.erf(x / np.asarray(np.sqrt(2), x.dtype)) + 1) / 2
+
+
+@jit
+def sparse_plus(x):
+  r"""Sparse plus: 0 for x <= -1, :math:`(x + 1)^2 / 4` on (-1, 1), x for x >= 1.
+
+  A piecewise-quadratic twin of softplus that is exactly 0 and exactly linear outside
+  [-1, 1]; its derivative is `sparse_sigmoid`.
+  """
+  x = jnp.asarray(x)
+  return jnp.where(x <= -1.0, jnp.zeros_like(x),
+                   jnp.where(x >= 1.0, x, jnp.square(x + 1) / 4))
+
+
+@jit
+def sparse_sigmoid(x):
+  r"""Sparse sigmoid: 0 for x <= -1, (x + 1) / 2 on (-1, 1), 1 for x >= 1 (the
+  derivative of `sparse_plus`)."""
+  return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
+
+
+@jit
+def log1mexp(x):
+  r"""Numerically stable :math:`\log(1 - e^{-x})` for x >= 0.
+
+  Below log 2 the argument of the log is small and `log(-expm1(-x))` keeps its digits;
+  above it, `exp(-x)` is small and `log1p(-exp(-x))` does (Maechler's switch point).
+  """
+  x = jnp.asarray(x)
+  if not dtypes.issubdtype(x.dtype, np.inexact):
+    x = x.astype(dtypes.canonicalize_dtype(jnp.float_))
+  small = x < np.log(2.0)
+  # Each branch gets an operand safe for it, so the unused branch's inf/NaN does not
+  # leak into gradients through `where`.
+  x_small = jnp.where(small, x, 1.0)
+  x_large = jnp.where(small, 1.0, x)
+  return jnp.where(small, jnp.log(-jnp.expm1(-x_small)), jnp.log1p(-jnp.exp(-x_large)))
 
 
 def glu(x, axis=-1):
@@ -240,17 +292,25 @@ def _softmax_jvp(axis, primals, tangents):
   return y, y * (x_dot - jnp.sum(y * x_dot, axis, keepdims=True))
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
+                algorithm="fast"):
   r"""Normalise `x` by subtracting `mean` and dividing by :math:`\sqrt{variance + \epsilon}`.
 
-  `mean` and `variance` default to the statistics of `x` along `axis`; the variance
-  is `E[x^2] - E[x]^2`, as in JAX.
+  `mean` and `variance` default to the statistics of `x` along `axis` (int, tuple or
+  None). With `algorithm="fast"` (the default, as in JAX) the variance is
+  `E[x^2] - E[x]^2`, one pass but prone to cancellation when |mean| >> std;
+  `"stable"` uses the two-pass `E[(x - E[x])^2]`.
   """
+  if algorithm not in ("fast", "stable"):
+    raise ValueError(f"standardize: algorithm must be 'fast' or 'stable', got {algorithm!r}.")
   x = jnp.asarray(x)
   if mean is None:
     mean = jnp.mean(x, axis, keepdims=True, where=where)
   if variance is None:
-    variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
+    if algorithm == "fast":
+      variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
+    else:
+      variance = jnp.mean(jnp.square(x - mean), axis, keepdims=True, where=where)
   return jnp.subtract(x, jnp.asarray(mean)) * lax.rsqrt(jnp.asarray(variance) + epsilon)
 
 
@@ -299,6 +359,23 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   return _lse(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+  r"""Log-mean-exp: :math:`\log \frac{1}{n} \sum_i e^{x_i}` along `axis`, i.e.
+  `logsumexp(x) - log(n)`, where `n` counts the elements `where` selects."""
+  x = jnp.asarray(x)
+  if not dtypes.issubdtype(x.dtype, np.inexact):
+    x = x.astype(dtypes.canonicalize_dtype(jnp.float_))
+  lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+  if where is None:
+    axes = range(x.ndim) if axis is None else \
+        ((axis,) if isinstance(axis, int) else tuple(axis))
+    n = np.prod([x.shape[a] for a in axes], dtype=np.float64)
+    return lse - jnp.asarray(np.log(n), lse.dtype)
+  count = jnp.sum(jnp.broadcast_to(where, x.shape), axis=axis, keepdims=keepdims,
+                  dtype=lse.dtype)
+  return lse - jnp.log(count)
+
+
 def tanh(x):
   """Hyperbolic tangent (JAX's `jax.nn.tanh` is `jax.numpy.tanh`)."""
   return jnp.tanh(x)
@@ -308,3 +385,105 @@ def identity(x):
   """Identity activation function: returns `x` unchanged."""
   return x
 
+
+
+# ---- attention ----
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal=False, query_seq_lengths=None,
+                          key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None, return_residual=False):
+  r"""Scaled dot-product attention: `softmax(scale * q k^T + bias, masked) v` per head.
+
+  Shapes use `B` batch, `T` query length, `S` key length, `N` query heads, `K` key/value
+  heads and `H` head size: `query` is `(B, T, N, H)`, `key`/`value` are `(B, S, K, H)`
+  (the batch axis may be absent from all three). `N` must be a multiple of `K`: groups of
+  `N // K` query heads share one key/value head (grouped-query attention). `bias` and
+  `mask` broadcast against the `(B, N, T, S)` logits; `mask` is boolean, True = attend.
+  `scale` defaults to `1 / sqrt(H)`. `is_causal` lets query `t` see keys `s <= t`;
+  `query_seq_lengths`/`key_value_seq_lengths` (shape `(B,)`) mask out padding;
+  `local_window_size` (`w` or `(left, right)`) lets query `t` see keys in
+  `[t - left, t + right]`. Only the XLA implementation exists here.
+  """
+  if implementation not in (None, "xla"):
+    raise NotImplementedError(
+        f"dot_product_attention: implementation={implementation!r} is not available in "
+        "tracejax; use None or 'xla'.")
+  if return_residual:
+    raise NotImplementedError("dot_product_attention: return_residual=True is not supported.")
+  query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
+  unbatched = query.ndim == 3
+  if unbatched:
+    query, key, value = query[None], key[None], value[None]
+    for name, v in (("bias", bias), ("mask", mask)):
+      # A 4-D bias/mask of an unbatched call already names the (size-1) batch axis.
+      if v is not None and jnp.ndim(v) == 4 and jnp.shape(v)[0] != 1:
+        raise ValueError(f"dot_product_attention: {name} of an unbatched call must not "
+                         "have a batch axis larger than 1.")
+  if not (query.ndim == key.ndim == value.ndim == 4):
+    raise ValueError("dot_product_attention: query, key and value must all be 3-D "
+                     f"(T, N, H) or 4-D (B, T, N, H), got {query.shape}, {key.shape}, "
+                     f"{value.shape}.")
+  B, T, N, H = query.shape
+  _, S, K, _ = key.shape
+  if key.shape != value.shape[:3] + (H,) or value.shape[:3] != (B, S, K):
+    raise ValueError(f"dot_product_attention: key {key.shape} and value {value.shape} "
+                     f"must be (B, S, K, H) matching query {query.shape}.")
+  if N % K:
+    raise ValueError(f"dot_product_attention: the number of query heads ({N}) must be a "
+                     f"multiple of the number of key/value heads ({K}).")
+  dtype = dtypes.result_type(query, key, value)
+  scale = 1.0 / np.sqrt(H) if scale is None else scale
+
+  # (B, T, K, G, H) x (B, S, K, H) -> (B, K, G, T, S): every group of G = N // K query
+  # heads attends to its own key/value head without materialising repeated keys.
+  q = jnp.reshape(query, (B, T, K, N // K, H))
+  logits = jnp.einsum("btkgh,bskh->bkgts", q, key,
+                      preferred_element_type=jnp.float32) * jnp.float32(scale)
+  logits = jnp.reshape(logits, (B, N, T, S))
+  if bias is not None:
+    logits = logits + _to_rank4(jnp.asarray(bias), "bias").astype(jnp.float32)
+
+  allowed = None
+
+  def restrict(m):
+    nonlocal allowed
+    allowed = m if allowed is None else jnp.logical_and(allowed, m)
+  if mask is not None:
+    restrict(_to_rank4(jnp.asarray(mask, bool), "mask"))
+  t_idx = lax.broadcasted_iota(np.int32, (1, 1, T, S), 2)
+  s_idx = lax.broadcasted_iota(np.int32, (1, 1, T, S), 3)
+  if is_causal:
+    restrict(s_idx <= t_idx)
+  if local_window_size is not None:
+    left, right = ((local_window_size, local_window_size)
+                   if isinstance(local_window_size, int) else local_window_size)
+    restrict((s_idx >= t_idx - left) & (s_idx <= t_idx + right))
+  if key_value_seq_lengths is not None:
+    lengths = jnp.reshape(jnp.asarray(key_value_seq_lengths), (B, 1, 1, 1))
+    restrict(s_idx < lengths)
+  if allowed is not None:
+    # A large finite negative rather than -inf: a row with nothing allowed gets uniform
+    # weights instead of NaN, and the gradient stays finite.
+    big_neg = jnp.float32(-0.7 * np.finfo(np.float32).max)
+    logits = jnp.where(allowed, logits, big_neg)
+  probs = softmax(logits, axis=-1).astype(dtype)
+  # (B, K, G, T, S) x (B, S, K, H) -> (B, T, K, G, H) -> (B, T, N, H)
+  probs = jnp.reshape(probs, (B, K, N // K, T, S))
+  out = jnp.einsum("bkgts,bskh->btkgh", probs, value)
+  out = jnp.reshape(out, (B, T, N, H))
+  if query_seq_lengths is not None:
+    # Padding queries attend to nothing at all: their output rows are zero (not the
+    # uniform average a fully masked row otherwise gets), as in JAX.
+    valid = lax.broadcasted_iota(np.int32, (1, T, 1, 1), 1) < jnp.reshape(
+        jnp.asarray(query_seq_lengths), (B, 1, 1, 1))
+    out = jnp.where(valid, out, jnp.zeros((), out.dtype))
+  return out[0] if unbatched else out
+
+
+def _to_rank4(x, name):
+  # bias/mask are documented as broadcastable to (B, N, T, S); leading axes may be absent.
+  if x.ndim > 4:
+    raise ValueError(f"dot_product_attention: {name} must have at most 4 dimensions, "
+                     f"got shape {x.shape}.")
+  return jnp.reshape(x, (1,) * (4 - x.ndim) + x.shape)

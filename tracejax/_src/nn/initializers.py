@@ -6,11 +6,20 @@ so its repr reads `<function normal.<locals>.init>` exactly as stax's documented
 signatures show.
 """
 import math
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from tracejax._src import dtypes
 import tracejax.numpy as jnp
+
+
+@runtime_checkable
+class Initializer(Protocol):
+  """The type of an initializer: `init(key, shape, dtype=float) -> array`."""
+
+  def __call__(self, key: Any, shape: Any, dtype: Any = None) -> Any:
+    ...
 
 
 def _random():

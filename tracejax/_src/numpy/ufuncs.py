@@ -272,6 +272,17 @@ def log10(x, /):
 def logaddexp(x1, x2, /):
   """log(exp(x1) + exp(x2)), computed without overflow."""
   x1, x2 = util.promote_args_inexact("logaddexp", x1, x2)
+  return _logaddexp(x1, x2)
+
+
+def logaddexp2(x1, x2, /):
+  """log2(2**x1 + 2**x2), computed without overflow."""
+  x1, x2 = util.promote_args_inexact("logaddexp2", x1, x2)
+  ln2 = _constant_like(x1, np.log(2))
+  return lax.div(_logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+
+
+def _logaddexp_impl(x1, x2):
   amax = lax.max(x1, x2)
   delta = lax.sub(x1, x2)
   # delta is NaN when both are the same infinity: the answer is then that infinity.
@@ -279,14 +290,31 @@ def logaddexp(x1, x2, /):
                  lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
 
 
-def logaddexp2(x1, x2, /):
-  """log2(2**x1 + 2**x2), computed without overflow."""
-  x1, x2 = util.promote_args_inexact("logaddexp2", x1, x2)
-  amax = lax.max(x1, x2)
-  delta = lax.sub(x1, x2)
-  ln2 = _constant_like(x1, np.log(2))
-  tail = lax.div(lax.log1p(lax.exp(lax.mul(ln2, lax.neg(lax.abs(delta))))), ln2)
-  return _select(isnan(delta), lax.add(x1, x2), lax.add(amax, tail))
+def _posinf_to_zero(x):
+  return _select(isposinf(x), _constant_like(x, 0), x)
+
+
+def _logaddexp_jvp(primals, tangents):
+  # d out = softmax weights exp(x_i - out), which split evenly at x1 == x2 (the
+  # max/abs form of the primal would give all of it to one side there). +inf is
+  # zeroed first so that inf - inf gives the weight 1, not NaN.
+  x1, x2 = primals
+  t1, t2 = tangents
+  out = _logaddexp(x1, x2)
+  fout = _posinf_to_zero(out)
+  w1 = lax.exp(lax.sub(_posinf_to_zero(x1), fout))
+  w2 = lax.exp(lax.sub(_posinf_to_zero(x2), fout))
+  return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+
+
+def _make_logaddexp():
+  from tracejax._src.custom_derivatives import custom_jvp
+  f = custom_jvp(_logaddexp_impl)
+  f.defjvp(_logaddexp_jvp)
+  return f
+
+
+_logaddexp = _make_logaddexp()
 
 
 def deg2rad(x, /):

@@ -194,3 +194,17 @@ def test_ordered_and_default_dicts_keep_their_leaf_order():
     out = f(dd)
     assert out["z"].shape == (1,) and out["a"].shape == (2,)
   assert tracejax.block_until_ready(od) is od
+
+
+def test_array_protocols():
+  import copy
+  import pickle
+  x = jnp.arange(4.)
+  np.testing.assert_array_equal(np.from_dlpack(x), [0., 1., 2., 3.])
+  for y in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x), copy.copy(x)):
+    assert type(y) is tracejax.Array and y.dtype == x.dtype
+    np.testing.assert_array_equal(y, x)
+  with pytest.raises(TypeError):
+    hash(x)
+  assert not np.asarray(x).flags.writeable
+  assert tracejax.block_until_ready(x) is x

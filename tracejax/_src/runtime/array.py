@@ -110,7 +110,8 @@ class _ArrayMethods:
     return (_reconstruct, (np.asarray(self._value), self.aval.weak_type))
 
   def __dlpack__(self, *args, **kw):
-    return np.asarray(self._value).__dlpack__(*args, **kw)
+    # The fetched value is read-only, which DLPack before 1.0 cannot express: export a copy.
+    return np.array(self._value).__dlpack__(*args, **kw)
 
 
 def _reconstruct(value, weak_type):

@@ -208,3 +208,21 @@ def test_array_protocols():
     hash(x)
   assert not np.asarray(x).flags.writeable
   assert tracejax.block_until_ready(x) is x
+
+
+def test_eager_reductions_with_static_arguments():
+  a = jnp.arange(12.).reshape(3, 4)
+  x = np.arange(12.).reshape(3, 4)
+  for _ in range(2):  # the second call takes the cached C++ path
+    np.testing.assert_allclose(jnp.sum(a, 0), x.sum(0))
+    np.testing.assert_allclose(a.sum(axis=1, keepdims=True), x.sum(1, keepdims=True))
+    np.testing.assert_allclose(jnp.sum(a, where=a > 5), x.sum(where=x > 5))
+    np.testing.assert_allclose(jnp.max(a, initial=100.), 100.)
+    np.testing.assert_allclose(jnp.std(a, ddof=1), x.std(ddof=1), rtol=1e-6)
+    np.testing.assert_array_equal(jnp.argmax(a, 1), x.argmax(1))
+    np.testing.assert_array_equal(jnp.where(a > 5, a, 0.), np.where(x > 5, x, 0.))
+  assert jnp.sum(a, dtype=jnp.int32).dtype == np.int32
+  assert "reduce_sum" in str(tracejax.make_jaxpr(lambda x: jnp.sum(x, 0))(a))
+  assert "xla_call" not in str(tracejax.make_jaxpr(lambda x: jnp.sum(x, 0))(a))
+  with pytest.raises(ValueError, match="out of bounds"):
+    jnp.sum(a, axis=5)

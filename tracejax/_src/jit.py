@@ -454,13 +454,30 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
   return _cpp_jit(jitted)
 
 
-def _cpp_jit(jitted):
+def _cpp_jit(jitted, static_argnums=(), static_argnames=()):
   """jaxlib's C++ dispatcher in front of `jitted` (see runtime/backend.py)."""
-  f = _backend_rt.make_cpp_jit(jitted._name, jitted.fun, jitted._cache_miss, (), (),
-                               jitted.options)
+  f = _backend_rt.make_cpp_jit(jitted._name, jitted.fun, jitted._cache_miss, static_argnums,
+                               static_argnames, jitted.options)
   f = functools.wraps(jitted.fun)(f)
   f._jitted = jitted
   return f
+
+
+def inline_jit(fun=None, *, static_argnames=()):
+  """An inline `jit` for tracejax's own jnp functions, static arguments included.
+
+  Eager calls run through the C++ dispatcher, which also hashes the static
+  arguments (axis, dtype, keepdims...): their values are always hashable here,
+  so the user-facing policy for unhashable static values does not arise. Under a
+  transformation the function runs inline, its operations joining the outer jaxpr.
+  """
+  if fun is None:
+    return functools.partial(inline_jit, static_argnames=static_argnames)
+  params = list(inspect.signature(fun).parameters.values())
+  argnums = tuple(i for i, p in enumerate(params) if p.name in static_argnames and
+                  p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+  jitted = Jitted(fun, argnums, static_argnames, inline=True)
+  return _cpp_jit(jitted, argnums, static_argnames)
 
 
 def _install_cpp_jit_methods():

@@ -407,3 +407,29 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 cumulative_sum = cumsum
 cumproduct = cumprod
+
+
+# ---- eager dispatch ----
+# The common reductions are inline jits (as JAX's are): eagerly, one C++ dispatch
+# of one compiled program per signature; under a transformation, inlined.
+
+def _eager_jit_reductions(namespace):
+  from tracejax._src.jit import inline_jit
+  statics = {
+      "sum": ("axis", "dtype", "out", "keepdims", "promote_integers"),
+      "prod": ("axis", "dtype", "out", "keepdims", "promote_integers"),
+      "max": ("axis", "out", "keepdims"), "min": ("axis", "out", "keepdims"),
+      "all": ("axis", "out", "keepdims"), "any": ("axis", "out", "keepdims"),
+      "mean": ("axis", "dtype", "out", "keepdims"),
+      "var": ("axis", "dtype", "out", "ddof", "keepdims", "correction"),
+      "std": ("axis", "dtype", "out", "ddof", "keepdims", "correction"),
+      "argmax": ("axis", "out", "keepdims"), "argmin": ("axis", "out", "keepdims"),
+  }
+  for name, static in statics.items():
+    namespace[name] = inline_jit(namespace[name], static_argnames=static)
+  namespace["amax"], namespace["amin"] = namespace["max"], namespace["min"]
+  namespace["alltrue"], namespace["sometrue"] = namespace["all"], namespace["any"]
+  namespace["product"] = namespace["prod"]
+
+
+_eager_jit_reductions(globals())

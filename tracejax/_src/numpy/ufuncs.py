@@ -699,6 +699,10 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
   if x is None or y is None:
     raise ValueError("Either both or neither of the x and y arguments should be provided "
                      f"to jax.numpy.where, got {x} and {y}.")
+  return _where(condition, x, y)
+
+
+def _where(condition, x, y):
   util.check_arraylike_or_list("where", condition, x, y)
   condition = _to_bool(util.to_operand(condition))
   x, y = util.promote_dtypes(x, y)
@@ -802,6 +806,7 @@ def _eager_jit_all(namespace):
     params = inspect.signature(fn).parameters.values()
     if params and all(p.kind is inspect.Parameter.POSITIONAL_ONLY for p in params):
       namespace[name] = jit(fn, inline=True)
+  namespace["_where"] = jit(namespace["_where"], inline=True)
 
 
 _eager_jit_all(globals())

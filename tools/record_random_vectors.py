@@ -5,8 +5,11 @@ Run with the separate environment that has real JAX 0.10.2 (never tracejax's own
     /work/jaxvenv/bin/python tools/record_random_vectors.py
 
 It writes tests/data/random_vectors.json: for each setting of
-`jax_threefry_partitionable` (and a few cases with `jax_enable_x64`), a table of
-(sampler, key, arguments) cases with the exact bytes JAX returned. tests/test_random.py
+`jax_threefry_partitionable`, a table of (sampler, key, arguments) cases with the
+exact bytes JAX returned: raw keys (`PRNGKey(seed)`), typed keys (`key(seed)`,
+outputs that are keys recorded as their `key_data`), and cases with
+`jax_enable_x64` on; plus variants of the samplers in the default stream only
+(VARIANT_CASES). tests/test_random.py
 replays every case through `tracejax.random` and compares.
 
 Encoding (JSON): arguments are plain JSON values, except tuples
@@ -184,6 +187,102 @@ CASES = [
     ("multivariate_normal", "multivariate_normal", 0,
      [arr([0.0, 1.0]), arr([[1.0, 0.5], [0.5, 2.0]])], {"shape": tup(4)}),
     ("orthogonal", "orthogonal", 0, [3], {"shape": tup(2)}),
+    # Added in the audit of issue 5: more keys, and scalar, odd and low-precision
+    # shapes of the functions that the two streams differ in.
+    ("split_1", "split", 5, [1], {}),
+    ("fold_in_max", "fold_in", 2, [2 ** 32 - 1], {}),
+    ("bits_u8_scalar", "bits", 5, [], {"shape": tup(), "dtype": dt("uint8")}),
+    ("bits_u16_odd", "bits", 6, [], {"shape": tup(3, 3), "dtype": dt("uint16")}),
+    ("uniform_bf16_range", "uniform", 6, [],
+     {"shape": tup(3, 3), "dtype": dt("bfloat16"), "minval": -1.0, "maxval": 1.0}),
+    ("uniform_f16_scalar", "uniform", 7, [], {"dtype": dt("float16")}),
+    ("normal_1", "normal", 17, [], {"shape": tup(1)}),
+    ("normal_odd_2d", "normal", 18, [], {"shape": tup(7, 13)}),
+    ("normal_f16_odd", "normal", 19, [], {"shape": tup(3, 3), "dtype": dt("float16")}),
+    ("randint_scalar", "randint", 8, [], {"shape": tup(), "minval": 0, "maxval": 100}),
+    ("randint_u16", "randint", 9, [],
+     {"shape": tup(7), "minval": 0, "maxval": 65536, "dtype": dt("uint16")}),
+]
+
+# Sampler variants (scalar shapes, low precision, array parameters, other
+# modes): recorded in the default stream only. A sampler's code is the same in
+# both streams (only the bits under it differ, and those are checked by the
+# cases above and each sampler's base case in both), and the samplers with
+# rejection loops cost a second or more of XLA compilation each in the tests.
+VARIANT_CASES = [
+    ("truncated_normal_scalar", "truncated_normal", 2, [-0.5, 0.5], {}),
+    ("truncated_normal_f16", "truncated_normal", 3, [-2.0, 1.0],
+     {"shape": tup(5), "dtype": dt("float16")}),
+    ("bernoulli_scalar", "bernoulli", 4, [0.7], {}),
+    ("bernoulli_bcast", "bernoulli", 5, [arr([[0.2], [0.8]])], {"shape": tup(2, 3)}),
+    ("gamma_scalar", "gamma", 4, [2.0], {}),
+    ("gamma_tiny", "gamma", 5, [0.01], {"shape": tup(5)}),
+    ("gamma_f16", "gamma", 6, [2.0], {"shape": tup(4), "dtype": dt("float16")}),
+    ("loggamma_tiny", "loggamma", 7, [1e-3], {"shape": tup(5)}),
+    ("beta_arrays", "beta", 2, [arr([0.5, 1.0, 2.0]), arr([[1.0], [3.0]])], {}),
+    ("dirichlet_batch", "dirichlet", 1, [arr([[1.0, 2.0], [0.5, 0.5], [3.0, 1.0]])],
+     {"shape": tup(2, 3)}),
+    ("dirichlet_small", "dirichlet", 2, [arr([0.05, 0.1, 0.2])], {"shape": tup(3)}),
+    ("t_array", "t", 1, [arr([1.0, 2.5, 10.0])], {}),
+    ("generalized_normal_p2", "generalized_normal", 1, [2.0], {"shape": tup(5)}),
+    ("generalized_normal_p05", "generalized_normal", 2, [0.5], {"shape": tup(4)}),
+    ("ball_p1", "ball", 1, [2], {"p": 1, "shape": tup(3)}),
+    ("categorical_mode_high", "categorical", 4, [arr([0.5, -1.0, 2.0])],
+     {"shape": tup(5), "mode": "high"}),
+    ("gumbel_scalar", "gumbel", 3, [], {}),
+    ("gumbel_f16", "gumbel", 4, [], {"shape": tup(5), "dtype": dt("float16")}),
+    ("laplace_bf16", "laplace", 1, [], {"shape": tup(5), "dtype": dt("bfloat16")}),
+    ("logistic_f16", "logistic", 1, [], {"shape": tup(5), "dtype": dt("float16")}),
+    ("cauchy_scalar", "cauchy", 1, [], {}),
+    ("pareto_array", "pareto", 1, [arr([1.0, 2.0, 5.0])], {}),
+    ("rademacher_i8", "rademacher", 2, [], {"shape": tup(7), "dtype": dt("int8")}),
+    ("maxwell_2d", "maxwell", 1, [], {"shape": tup(2, 3)}),
+    ("double_sided_maxwell_array", "double_sided_maxwell", 1, [arr([0.0, 1.0]), 2.0],
+     {"shape": tup(3)}),
+    ("weibull_min_array", "weibull_min", 1, [arr([1.0, 2.0]), 0.5], {"shape": tup(3, 2)}),
+    ("lognormal_f16", "lognormal", 2, [0.5], {"shape": tup(4), "dtype": dt("float16")}),
+    ("rayleigh_array", "rayleigh", 1, [arr([1.0, 2.0, 3.0])], {}),
+    ("wald_array", "wald", 1, [arr([0.5, 1.0, 3.0])], {}),
+    ("geometric_array", "geometric", 1, [arr([0.1, 0.5, 0.9])], {}),
+    ("triangular_array", "triangular", 1, [0.0, arr([0.2, 0.5, 0.8]), 1.0], {}),
+    ("poisson_scalar", "poisson", 3, [4.0], {}),
+    ("binomial_arrays", "binomial", 3, [arr([5.0, 50.0, 500.0]), arr([0.1, 0.5, 0.95])], {}),
+    ("binomial_edges", "binomial", 4,
+     [arr([float("nan"), -1.0, float("inf"), 5.0, 5.0, 0.0]),
+      arr([0.5, 0.5, 0.5, float("nan"), 0.0, 0.5])], {}),
+    ("multinomial_batch", "multinomial", 1,
+     [arr([5.0, 20.0]), arr([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2]])], {}),
+    ("permutation_axis1", "permutation", 4,
+     [arr([[0., 1., 2., 3.], [4., 5., 6., 7.], [8., 9., 10., 11.]])], {"axis": 1}),
+    ("choice_2d_shape", "choice", 5, [10], {"shape": tup(2, 3)}),
+    ("choice_noreplace_axis", "choice", 6,
+     [arr([[0., 1., 2., 3., 4.], [5., 6., 7., 8., 9.]])],
+     {"shape": tup(3), "replace": False, "axis": 1}),
+    ("multivariate_normal_svd", "multivariate_normal", 1,
+     [arr([0.0, 1.0]), arr([[1.0, 0.5], [0.5, 2.0]])], {"shape": tup(3), "method": "svd"}),
+    ("multivariate_normal_eigh", "multivariate_normal", 2,
+     [arr([0.0, 1.0]), arr([[1.0, 0.5], [0.5, 2.0]])], {"shape": tup(3), "method": "eigh"}),
+    ("multivariate_normal_batch", "multivariate_normal", 3,
+     [arr([[0.0, 1.0], [2.0, 3.0], [-1.0, 0.0]]), arr([[2.0, 0.3], [0.3, 1.0]])], {}),
+    ("orthogonal_rect", "orthogonal", 1, [2], {"m": 4}),
+]
+
+# The same functions on typed keys (`jax.random.key(seed)`); an output that is a key
+# array is recorded as its `key_data`. Most share a program with a raw-key case above.
+TYPED_CASES = [
+    ("typed_key", "key", None, [7], {}),
+    ("typed_split_2", "split", 3, [], {}),
+    ("typed_split_3", "split", 0, [3], {}),
+    ("typed_split_shape", "split", 1, [tup(2, 2)], {}),
+    ("typed_fold_in", "fold_in", 1, [11], {}),
+    ("typed_bits", "bits", 0, [], {"shape": tup(7)}),
+    ("typed_uniform", "uniform", 0, [], {"shape": tup(5)}),
+    ("typed_normal", "normal", 0, [], {"shape": tup(10)}),
+    ("typed_randint", "randint", 0, [], {"shape": tup(10), "minval": 0, "maxval": 10}),
+    ("typed_gamma", "gamma", 0, [1.5], {"shape": tup(6)}),
+    ("typed_permutation", "permutation", 0, [10], {}),
+    ("typed_categorical", "categorical", 0, [arr([0.1, 1.0, -1.0, 2.0, 0.0])],
+     {"shape": tup(7)}),
 ]
 
 X64_CASES = [
@@ -198,15 +297,49 @@ X64_CASES = [
     ("x64_exponential", "exponential", 5, [], {"shape": tup(4)}),
     ("x64_gamma", "gamma", 6, [2.5], {"shape": tup(4)}),
     ("x64_rademacher", "rademacher", 7, [], {"shape": tup(6)}),
+    ("x64_split_3", "split", 8, [3], {}),
+    ("x64_fold_in", "fold_in", 9, [2 ** 32 - 2], {}),
+    ("x64_bits_u64_scalar", "bits", 10, [], {"shape": tup(), "dtype": dt("uint64")}),
+    ("x64_bits_u64_2d", "bits", 11, [], {"shape": tup(3, 3), "dtype": dt("uint64")}),
+    ("x64_uniform_f64_range", "uniform", 12, [],
+     {"shape": tup(3, 3), "dtype": dt("float64"), "minval": -3.0, "maxval": 2.0}),
+    ("x64_uniform_f32", "uniform", 13, [], {"shape": tup(5), "dtype": dt("float32")}),
+    ("x64_normal_c128", "normal", 14, [], {"shape": tup(3), "dtype": dt("complex128")}),
+    ("x64_randint_default", "randint", 15, [], {"shape": tup(5), "minval": 0, "maxval": 100}),
+    ("x64_normal_c128_scalar", "normal", 31, [], {"dtype": dt("complex128")}),
+]
+
+# Default stream only, as VARIANT_CASES.
+X64_VARIANT_CASES = [
+    ("x64_truncated_normal", "truncated_normal", 16, [-1.0, 2.0], {"shape": tup(5)}),
+    ("x64_bernoulli", "bernoulli", 17, [], {"shape": tup(6)}),
+    ("x64_beta", "beta", 18, [2.0, 3.0], {"shape": tup(4)}),
+    ("x64_dirichlet", "dirichlet", 19, [arr([1.0, 2.0, 3.0], "float64")], {"shape": tup(2)}),
+    ("x64_loggamma", "loggamma", 20, [0.1], {"shape": tup(4)}),
+    ("x64_gumbel", "gumbel", 21, [], {"shape": tup(5)}),
+    ("x64_gumbel_highest", "gumbel", 22, [], {"shape": tup(5), "mode": "highest"}),
+    ("x64_laplace", "laplace", 23, [], {"shape": tup(5)}),
+    ("x64_poisson", "poisson", 24, [5.0], {"shape": tup(6)}),
+    ("x64_binomial", "binomial", 25, [30.0, 0.4], {"shape": tup(6)}),
+    ("x64_categorical", "categorical", 26, [arr([0.1, 1.0, -1.0], "float64")],
+     {"shape": tup(6)}),
+    ("x64_choice_p", "choice", 27, [4], {"shape": tup(6), "p": arr([0.1, 0.2, 0.3, 0.4])}),
+    ("x64_permutation", "permutation", 28, [10], {}),
+    ("x64_geometric", "geometric", 29, [0.3], {"shape": tup(6)}),
+    ("x64_t", "t", 30, [4.0], {"shape": tup(4)}),
 ]
 
 
-def run_case(fn_name, seed, args, kwargs):
+def run_case(fn_name, seed, args, kwargs, typed=False):
   fn = getattr(jr, fn_name)
   args, kwargs = decode(args), decode(kwargs)
-  if fn_name == "PRNGKey":
-    return fn(*args)
-  return fn(jr.PRNGKey(seed), *args, **kwargs)
+  if fn_name in ("PRNGKey", "key"):
+    out = fn(*args)
+  else:
+    out = fn((jr.key if typed else jr.PRNGKey)(seed), *args, **kwargs)
+  if jax.dtypes.issubdtype(out.dtype, jax.dtypes.prng_key):
+    out = jr.key_data(out)
+  return out
 
 
 def encode_out(x):
@@ -214,17 +347,22 @@ def encode_out(x):
   return {"dtype": str(x.dtype), "shape": list(x.shape), "hex": x.tobytes().hex()}
 
 
-def record(cases, partitionable, x64):
+def record(cases, partitionable, x64, typed=False, default_stream_only=False):
   jax.config.update("jax_threefry_partitionable", partitionable)
   jax.config.update("jax_enable_x64", x64)
   out = []
   for name, fn_name, seed, args, kwargs in cases:
     try:
-      value = encode_out(run_case(fn_name, seed, args, kwargs))
+      value = encode_out(run_case(fn_name, seed, args, kwargs, typed))
     except Exception as e:  # a case JAX itself rejects is recorded as such
       value = {"error": f"{type(e).__name__}: {e}"}
-    out.append({"name": name, "fn": fn_name, "seed": seed, "args": args, "kwargs": kwargs,
-                "partitionable": partitionable, "x64": x64, "out": value})
+    case = {"name": name, "fn": fn_name, "seed": seed, "args": args, "kwargs": kwargs,
+            "partitionable": partitionable, "x64": x64, "out": value}
+    if typed:
+      case["typed"] = True
+    if default_stream_only:
+      case["default_stream_only"] = True
+    out.append(case)
   return out
 
 
@@ -233,7 +371,10 @@ def main():
   cases = []
   for partitionable in (True, False):
     cases += record(CASES, partitionable, False)
+    cases += record(TYPED_CASES, partitionable, False, typed=True)
     cases += record(X64_CASES, partitionable, True)
+  cases += record(VARIANT_CASES, True, False, default_stream_only=True)
+  cases += record(X64_VARIANT_CASES, True, True, default_stream_only=True)
   data = {"jax_version": jax.__version__, "backend": jax.default_backend(),
           "cases": cases}
   os.makedirs(os.path.dirname(OUT), exist_ok=True)

@@ -29,7 +29,6 @@ from tracejax._src.core.trace import _ctx as _trace_ctx
 from tracejax._src import dispatch
 from tracejax._src.interpreters import lowering, staging
 from tracejax._src.runtime import backend
-from tracejax._src.runtime import backend as _backend_rt
 from tracejax._src.runtime.array import Array
 
 
@@ -456,7 +455,7 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
 
 def _cpp_jit(jitted, static_argnums=(), static_argnames=()):
   """jaxlib's C++ dispatcher in front of `jitted` (see runtime/backend.py)."""
-  f = _backend_rt.make_cpp_jit(jitted._name, jitted.fun, jitted._cache_miss, static_argnums,
+  f = backend.make_cpp_jit(jitted._name, jitted.fun, jitted._cache_miss, static_argnums,
                                static_argnames, jitted.options)
   f = functools.wraps(jitted.fun)(f)
   f._jitted = jitted
@@ -482,7 +481,7 @@ def inline_jit(fun=None, *, static_argnames=()):
 
 def _install_cpp_jit_methods():
   """The AOT and cache methods of jitted functions, on jaxlib's PjitFunction type."""
-  cls = _backend_rt.PjitFunction
+  cls = backend.PjitFunction
   cls.lower = lambda self, *a, **k: self._jitted.lower(*a, **k)
   cls.trace = lambda self, *a, **k: self._jitted.trace(*a, **k)
   cls.eval_shape = lambda self, *a, **k: self._jitted.eval_shape(*a, **k)
@@ -491,7 +490,7 @@ def _install_cpp_jit_methods():
 
 
 _install_cpp_jit_methods()
-tree_util.add_registration_hook(_backend_rt.pytree_registry.register_node)
+tree_util.add_registration_hook(backend.pytree_registry.register_node)
 
 
 def _ordered_dict_flatten(x):
@@ -506,13 +505,13 @@ def _defaultdict_flatten(x):
 
 # jaxlib's registry knows None, tuples, namedtuples, lists and dicts; these two are
 # nodes for tracejax too, with the same child order as tree_util's.
-_backend_rt.pytree_registry.register_node(
+backend.pytree_registry.register_node(
     collections.OrderedDict, _ordered_dict_flatten,
     lambda keys, vals: collections.OrderedDict(zip(keys, vals)))
-_backend_rt.pytree_registry.register_node(
+backend.pytree_registry.register_node(
     collections.defaultdict, _defaultdict_flatten,
     lambda aux, vals: collections.defaultdict(aux[0], zip(aux[1], vals)))
-_trace_mod.on_trace_change = _backend_rt.tracing_flag.set_local
+_trace_mod.on_trace_change = backend.tracing_flag.set_local
 _ = (np, dtypes, errors)
 
 

@@ -1,40 +1,8 @@
-"""Optimizers for use with JAX: `(init_fun, update_fun, get_params)` triples.
+"""`jax.example_libraries.optimizers`: the library that was `jax.experimental.optimizers`
+until 2021.
 
-This module only re-exports; the implementation is `tracejax/_src/experimental/optimizers.py`,
-shared by `jax.experimental.optimizers` and `jax.example_libraries.optimizers`.
+Both names export the same functions; the list lives in
+`tracejax/experimental/optimizers.py` and the implementation in
+`tracejax/_src/experimental/optimizers.py`.
 """
-# flake8: noqa: F401
-from tracejax._src.experimental.optimizers import (
-    Array as Array,
-    InitFn as InitFn,
-    JoinPoint as JoinPoint,
-    Optimizer as Optimizer,
-    OptimizerState as OptimizerState,
-    Params as Params,
-    ParamsFn as ParamsFn,
-    Schedule as Schedule,
-    State as State,
-    Step as Step,
-    UpdateFn as UpdateFn,
-    Updates as Updates,
-    adagrad as adagrad,
-    adam as adam,
-    adamax as adamax,
-    clip_grads as clip_grads,
-    constant as constant,
-    exponential_decay as exponential_decay,
-    inverse_time_decay as inverse_time_decay,
-    l2_norm as l2_norm,
-    make_schedule as make_schedule,
-    momentum as momentum,
-    nesterov as nesterov,
-    optimizer as optimizer,
-    pack_optimizer_state as pack_optimizer_state,
-    piecewise_constant as piecewise_constant,
-    polynomial_decay as polynomial_decay,
-    rmsprop as rmsprop,
-    rmsprop_momentum as rmsprop_momentum,
-    sgd as sgd,
-    sm3 as sm3,
-    unpack_optimizer_state as unpack_optimizer_state,
-)
+from tracejax.experimental.optimizers import *  # noqa: F401,F403

@@ -1,61 +1,6 @@
-"""Stax is a small but flexible neural net specification library from scratch.
+"""`jax.example_libraries.stax`: the library that was `jax.experimental.stax` until 2021.
 
-This module only re-exports; the implementation is `tracejax/_src/experimental/stax.py`,
-shared by `jax.experimental.stax` and `jax.example_libraries.stax`.
+Both names export the same functions; the list lives in `tracejax/experimental/stax.py`
+and the implementation in `tracejax/_src/experimental/stax.py`.
 """
-# flake8: noqa: F401
-from tracejax._src.experimental.stax import (
-    AvgPool as AvgPool,
-    BatchNorm as BatchNorm,
-    Conv as Conv,
-    Conv1DTranspose as Conv1DTranspose,
-    ConvTranspose as ConvTranspose,
-    Dense as Dense,
-    Dropout as Dropout,
-    Elu as Elu,
-    Exp as Exp,
-    FanInConcat as FanInConcat,
-    FanInSum as FanInSum,
-    FanOut as FanOut,
-    Flatten as Flatten,
-    Gelu as Gelu,
-    GeneralConv as GeneralConv,
-    GeneralConvTranspose as GeneralConvTranspose,
-    Identity as Identity,
-    LeakyRelu as LeakyRelu,
-    LogSoftmax as LogSoftmax,
-    MaxPool as MaxPool,
-    Relu as Relu,
-    Selu as Selu,
-    Sigmoid as Sigmoid,
-    Softmax as Softmax,
-    Softplus as Softplus,
-    SumPool as SumPool,
-    Tanh as Tanh,
-    elementwise as elementwise,
-    glorot as glorot,
-    logsoftmax as logsoftmax,
-    parallel as parallel,
-    randn as randn,
-    serial as serial,
-    shape_dependent as shape_dependent,
-)
-from tracejax._src.nn.functions import (
-    elu as elu,
-    gelu as gelu,
-    leaky_relu as leaky_relu,
-    log_softmax as log_softmax,
-    normalize as normalize,
-    relu as relu,
-    selu as selu,
-    sigmoid as sigmoid,
-    softmax as softmax,
-    softplus as softplus,
-    standardize as standardize,
-)
-from tracejax._src.nn.initializers import (
-    glorot_normal as glorot_normal,
-    normal as normal,
-    ones as ones,
-    zeros as zeros,
-)
+from tracejax.experimental.stax import *  # noqa: F401,F403

@@ -799,14 +799,14 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 def _eager_jit_all(namespace):
   import inspect
-  from tracejax._src.jit import jit
+  from tracejax._src.jit import inline_jit
   for name, fn in list(namespace.items()):
     if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != __name__:
       continue
     params = inspect.signature(fn).parameters.values()
     if params and all(p.kind is inspect.Parameter.POSITIONAL_ONLY for p in params):
-      namespace[name] = jit(fn, inline=True)
-  namespace["_where"] = jit(namespace["_where"], inline=True)
+      namespace[name] = inline_jit(fn)
+  namespace["_where"] = inline_jit(namespace["_where"])
 
 
 _eager_jit_all(globals())

@@ -58,6 +58,14 @@ TARGETS = {
     # Issue 5 (jax.random): 10M normals under jit within 5% of JAX, first call included.
     "random_normal.steady": 1.05,
     "random_normal.first_call": 1.05,
+    # Issue 10 (jax.scipy.linalg): batched expm under jit within 5% of JAX.
+    "expm.steady": 1.05,
+    # Issue 10 (jax.numpy.fft): fftn of f32[256, 256, 16] under jit within 5% of JAX.
+    "fft.steady": 1.05,
+    # Issue 10 (jax.checkpoint): jit(grad) of a rematerialized 20-layer MLP within 5% of JAX.
+    "checkpoint_mlp.steady": 1.05,
+    # Issue 10 (jax.numpy sorting): jnp.sort of f32[1M] under jit within 5% of JAX.
+    "sort.steady": 1.05,
 }
 
 
@@ -120,7 +128,7 @@ SPECS = [
     Spec("while_batched_first_call", "while_batched.py", mode="once", rounds=5, env=_COLD,
          group="while_batched"),
     Spec("while_batched", "while_batched.py", rounds=15, args=["--calls", "20"]),
-    # Issue 5: 10M normals under jit, default (partitionable) stream and, for
+    # Issue 5: 10M normals under jit, partitionable stream (JAX's default) and, for
     # information, the 2020 stream; `--only random_normal` runs all four.
     Spec("random_normal_first_call", "random_normal.py", mode="once", rounds=5, env=_COLD,
          group="random_normal"),
@@ -129,6 +137,15 @@ SPECS = [
          args=["--stream", "original"], env=_COLD, group="random_normal"),
     Spec("random_normal_original", "random_normal.py", rounds=10,
          args=["--stream", "original", "--calls", "5"], group="random_normal"),
+    # Issue 10: jax.scipy.linalg.expm of f32[32, 64, 64] under jit, steady state.
+    Spec("expm", "expm.py", rounds=10, args=["--calls", "10"]),
+    # Issue 10: jax.numpy.fft.fftn of f32[256, 256, 16] under jit, steady state.
+    Spec("fft", "fft.py", rounds=15, args=["--calls", "10"]),
+    # Issue 10: jnp.sort of f32[1_000_000] under jit, steady state.
+    Spec("sort", "sort.py", rounds=10, args=["--calls", "3"]),
+    # Issue 10: jit(grad) of a 20-layer MLP with each layer under jax.checkpoint, and
+    # without (time and XLA temp memory, both systems).
+    Spec("checkpoint_mlp", "checkpoint_mlp.py", rounds=10, args=["--calls", "10"]),
 ]
 
 # Import rows: (key, label, {system: module or None}).

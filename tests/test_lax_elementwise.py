@@ -457,8 +457,8 @@ def test_mismatched_dtypes_raise():
 
 
 def test_mismatched_shapes_raise():
-  with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: "
-                                      r"\(2, 3\), \(3,\)"):
+  with pytest.raises(TypeError, match=r"add: arrays must have the same number of "
+                                      r"dimensions, got \{1, 2\}"):
     lax.add(np.ones((2, 3), np.float32), np.ones(3, np.float32))
   with pytest.raises(TypeError, match="incompatible shapes"):
     make_jaxpr(lambda a, b: lax.atan2(a, b))(np.ones(2, np.float32), np.ones(3, np.float32))

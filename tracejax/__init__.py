@@ -62,6 +62,24 @@ from tracejax._src.custom_derivatives import (
     custom_vjp as custom_vjp,
 )
 from tracejax._src.pmap import pmap as pmap
+from tracejax._src.ad_checkpoint import (
+    checkpoint as checkpoint,
+    checkpoint_policies as checkpoint_policies,
+    remat as remat,
+)
+from tracejax._src.custom_transforms import (  # the 2020 custom-derivative API
+    custom_gradient as custom_gradient,
+    custom_transforms as custom_transforms,
+    defjvp as defjvp,
+    defjvp_all as defjvp_all,
+    defvjp as defvjp,
+    defvjp_all as defvjp_all,
+    jarrett as jarrett,
+)
+from tracejax._src.xla_computation import (
+    soft_pmap as soft_pmap,
+    xla_computation as xla_computation,
+)
 # ---- end of transformations ----
 
 # ---- pytrees (2020 code calls them as jax.tree_map & co.) ----
@@ -85,7 +103,7 @@ from tracejax import tree_util as tree_util
 # ---- submodules imported on first use ----
 # `jax.random`, `jax.scipy`, ... as attributes without paying for them at import.
 _LAZY_SUBMODULES = frozenset({
-    "abstract_arrays", "api", "api_util", "core", "custom_derivatives", "distributed",
+    "abstract_arrays", "ad_checkpoint", "api", "api_util", "core", "custom_derivatives", "distributed",
     "errors", "example_libraries", "experimental", "extend", "image", "interpreters",
     "lib", "linear_util", "nn", "ops", "profiler", "random", "scipy", "test_util", "util",
 })

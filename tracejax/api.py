@@ -37,4 +37,19 @@ from tracejax._src.custom_derivatives import (
     custom_vjp as custom_vjp,
 )
 from tracejax._src.pmap import pmap as pmap
+from tracejax._src.ad_checkpoint import checkpoint as checkpoint, remat as remat
+from tracejax._src.custom_transforms import (
+    CustomTransformsFunction as CustomTransformsFunction,
+    custom_gradient as custom_gradient,
+    custom_transforms as custom_transforms,
+    defjvp as defjvp,
+    defjvp_all as defjvp_all,
+    defvjp as defvjp,
+    defvjp_all as defvjp_all,
+    jarrett as jarrett,
+)
+from tracejax._src.xla_computation import (
+    soft_pmap as soft_pmap,
+    xla_computation as xla_computation,
+)
 from tracejax._src.runtime.array import Array as Array, DeviceArray as DeviceArray

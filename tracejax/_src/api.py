@@ -19,14 +19,32 @@ from tracejax._src.runtime.array import Array
 
 
 class ShapeDtypeStruct:
-  """A shape and a dtype: an abstract stand-in for an array argument."""
+  """A shape and a dtype: an abstract stand-in for an array argument (and what
+  `eval_shape` returns).
+
+  Args:
+    shape: a sequence of ints.
+    dtype: anything `np.dtype` accepts.
+    weak_type: whether it stands for a weakly typed value (a Python scalar).
+
+  >>> s = ShapeDtypeStruct((2, 3), np.float32)
+  >>> s.shape, s.dtype, s.ndim, s.size, len(s)
+  ((2, 3), dtype('float32'), 2, 6, 2)
+  """
   __slots__ = ("shape", "dtype", "weak_type")
 
   def __init__(self, shape, dtype, weak_type=False):
+    if isinstance(shape, (int, np.integer)):
+      shape = (shape,)
     self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
 
   ndim = property(lambda self: len(self.shape))
-  size = property(lambda self: int(np.prod(self.shape)))
+  size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
 
   def __repr__(self):
     return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"

@@ -102,9 +102,14 @@ config.define("jax_enable_x64", False, help="Enable 64-bit dtypes.")
 config.define("jax_debug_nans", False, help="Raise FloatingPointError when a NaN is produced.")
 config.define("jax_debug_infs", False, help="Raise FloatingPointError when an inf is produced.")
 config.define("jax_disable_jit", False, help="Run jitted functions op by op.")
-config.define("jax_numpy_rank_promotion", "warn", choices=("allow", "warn", "raise"),
+# `allow` is what JAX's code has always defaulted to (0.1.62's quickstart text calls
+# `warn` the default, but its code never did).
+config.define("jax_numpy_rank_promotion", "allow", choices=("allow", "warn", "raise"),
               help="Policy for implicit rank promotion in jax.numpy.")
-config.define("jax_threefry_partitionable", True, help="Use the partitionable Threefry stream.")
+# False: the 2020 (JAX 0.1.62) Threefry stream, whose values the seeds print
+# (random.normal(PRNGKey(0), (10,)) in the quickstart); True: the modern one.
+config.define("jax_threefry_partitionable", False,
+              help="Use the partitionable Threefry stream (modern JAX's default).")
 config.define("jax_default_matmul_precision", "", help="Default precision of dot_general.")
 config.define("jax_enable_checks", False, help="Type-check every jaxpr that is built.")
 config.define("jax_platform_name", "", help="Backend to use ('cpu' or 'gpu').")

@@ -13,7 +13,10 @@ _default_tols = {np.dtype(np.float16): 1e-1, np.dtype(dtypes.bfloat16): 1e-1,
 
 
 def _dtype(x):
-  return np.dtype(getattr(x, "dtype", None) or np.asarray(x).dtype)
+  """The dtype tracejax computes `x` in: a Python float is float32 unless x64 is on
+  (its tolerance must be float32's, not float64's)."""
+  return np.dtype(dtypes.canonicalize_dtype(getattr(x, "dtype", None)
+                                            or np.asarray(x).dtype))
 
 
 def _tol(tol, dtype):

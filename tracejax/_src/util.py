@@ -122,3 +122,233 @@ class HashableFunction:
 
   def __eq__(self, other):
     return isinstance(other, HashableFunction) and self.key == other.key
+
+
+# ---- the rest of the 2020 `jax.util` (JAX 0.1.62), which 2020 programs import ----
+
+def partial(fun, *args, **kwargs):
+  """`functools.partial` that keeps `fun`'s name and docstring (the 2020 `jax.util.partial`).
+
+  >>> add3 = partial(lambda x, y: x + y, 3)
+  >>> add3(4)
+  7
+  """
+  wrapped = functools.partial(fun, *args, **kwargs)
+  try:
+    functools.update_wrapper(wrapped, fun)
+  except (AttributeError, TypeError):
+    pass
+  wrapped._bound_args = args
+  return wrapped
+
+
+def curry(fun):
+  """`curry(f)(*a)` is `partial(f, *a)`: the 2020 decorator for partially applied rules.
+
+  >>> curry(lambda x, y: x - y)(10)(3)
+  7
+  """
+  return partial(partial, fun)
+
+
+def concatenate(xs):
+  """One list of the items of the iterables `xs`, in order.
+
+  >>> concatenate([[1, 2], (3,), []])
+  [1, 2, 3]
+  """
+  out = []
+  for x in xs:
+    out.extend(x)
+  return out
+
+
+def subvals(lst, replace):
+  """A tuple of `lst` with `(index, value)` pairs of `replace` substituted.
+
+  >>> subvals((1, 2, 3), [(0, 'a'), (2, 'c')])
+  ('a', 2, 'c')
+  """
+  out = list(lst)
+  for i, v in replace:
+    out[i] = v
+  return tuple(out)
+
+
+def split_dict(dct, names):
+  """The values of `dct` at `names`, in order; `dct` must hold exactly those keys.
+
+  Consumes `dct` (its entries are popped), as the 2020 helper does.
+
+  >>> split_dict({'a': 1, 'b': 2}, ['b', 'a'])
+  [2, 1]
+  """
+  out = [dct.pop(name) for name in names]
+  if dct:
+    raise ValueError(f"split_dict: unexpected keys {sorted(map(str, dct))}")
+  return out
+
+
+def split_merge(predicate, xs):
+  """Split `xs` by `predicate` into (true items, false items, merge).
+
+  `merge(new_trues, new_falses)` interleaves replacement lists back in the
+  original order.
+
+  >>> t, f, merge = split_merge(lambda x: x > 0, [1, -2, 3])
+  >>> t, f, merge(['a', 'b'], ['c'])
+  ([1, 3], [-2], ['a', 'c', 'b'])
+  """
+  sides = [bool(predicate(x)) for x in xs]
+  trues = [x for x, s in zip(xs, sides) if s]
+  falses = [x for x, s in zip(xs, sides) if not s]
+
+  def merge(new_trues, new_falses):
+    it_t, it_f = iter(new_trues), iter(new_falses)
+    out = [next(it_t) if s else next(it_f) for s in sides]
+    sentinel = object()
+    assert next(it_t, sentinel) is sentinel and next(it_f, sentinel) is sentinel
+    return out
+  return trues, falses, merge
+
+
+def toposort(end_nodes):
+  """All nodes reachable from `end_nodes` through their `.parents`, parents first.
+
+  Raises ValueError on a cycle.
+
+  >>> class N:
+  ...   def __init__(self, name, *parents): self.name, self.parents = name, list(parents)
+  >>> a = N('a'); b = N('b', a); c = N('c', a, b)
+  >>> [n.name for n in toposort([c])]
+  ['a', 'b', 'c']
+  """
+  order, state = [], {}  # state: id -> 1 while on the DFS path, 2 when finished
+  for root in end_nodes:
+    if id(root) in state:
+      continue
+    stack = [(root, iter(root.parents))]
+    state[id(root)] = 1
+    while stack:
+      node, parents = stack[-1]
+      for p in parents:
+        s = state.get(id(p))
+        if s == 1:
+          raise ValueError("toposort: the graph has a cycle")
+        if s is None:
+          state[id(p)] = 1
+          stack.append((p, iter(p.parents)))
+          break
+      else:
+        stack.pop()
+        state[id(node)] = 2
+        order.append(node)
+  return order
+
+
+def check_toposort(nodes):
+  """Assert that every node of `nodes` comes after all of its `.parents`."""
+  seen = set()
+  for node in nodes:
+    assert all(id(p) in seen for p in node.parents), "nodes are not topologically sorted"
+    seen.add(id(node))
+
+
+def cache(max_size=4096):
+  """Memoize a function on its (hashable) arguments and the x64 flag (2020 `jax.util.cache`).
+
+  >>> @cache()
+  ... def square(x): return x * x
+  >>> square(3)
+  9
+  """
+  def wrap(f):
+    @functools.lru_cache(maxsize=max_size)
+    def cached(_x64, *args, **kwargs):
+      return f(*args, **kwargs)
+
+    @functools.wraps(f)
+    def memoized(*args, **kwargs):
+      # The result may depend on the dtype policy, so the flag is part of the key.
+      from tracejax._src.config import config
+      return cached(config.jax_enable_x64, *args, **kwargs)
+    memoized.cache_clear = cached.cache_clear
+    memoized.cache_info = cached.cache_info
+    return memoized
+  return wrap
+
+
+memoize = cache(max_size=None)
+
+
+class WrapHashably:
+  """Hashed and compared by the identity of the wrapped value (e.g. an unhashable array).
+
+  >>> a = [1]; WrapHashably(a) == WrapHashably(a)
+  True
+  """
+  __slots__ = ("val",)
+
+  def __init__(self, val):
+    self.val = val
+
+  def __hash__(self):
+    return id(self.val)
+
+  def __eq__(self, other):
+    return isinstance(other, WrapHashably) and self.val is other.val
+
+
+class Hashable:
+  """Hashed and compared by the value it wraps.
+
+  >>> Hashable((1, 2)) == Hashable((1, 2))
+  True
+  """
+  __slots__ = ("val",)
+
+  def __init__(self, val):
+    self.val = val
+
+  def __hash__(self):
+    return hash(self.val)
+
+  def __eq__(self, other):
+    return isinstance(other, Hashable) and self.val == other.val
+
+
+def get_module_functions(module):
+  """A dict name -> function of the public functions (and NumPy ufuncs) of `module`.
+
+  >>> import math
+  >>> get_module_functions(math)['sqrt'](4.0)
+  2.0
+  """
+  import types
+  out = {}
+  for name in dir(module):
+    if name.startswith("__"):
+      continue
+    attr = getattr(module, name, None)
+    if isinstance(attr, (types.BuiltinFunctionType, types.FunctionType)) or \
+        type(attr).__name__ == "ufunc":
+      out[name] = attr
+  return out
+
+
+def wrap_name(name, transform_name):
+  """`transform_name(name)`, the name of a transformed function in name stacks.
+
+  >>> wrap_name('f', 'jit')
+  'jit(f)'
+  """
+  return f"{transform_name}({name})"
+
+
+def extend_name_stack(stack, name=""):
+  """The name stack `stack` with `name` pushed (2020 form: 'outer/inner/').
+
+  >>> extend_name_stack('jit(f)/', 'vmap(g)')
+  'jit(f)/vmap(g)/'
+  """
+  return f"{stack}{name}/"

@@ -22,7 +22,12 @@ from tracejax._src.numpy.index_tricks import (
 from tracejax._src.numpy.indexing import IndexUpdateHelper as _IndexUpdateHelper
 from tracejax._src.numpy.indexing import take, take_along_axis
 from tracejax._src.numpy.pad import pad
-from tracejax._src.numpy.polynomial import polyval, vander
+from tracejax._src.numpy.math_extra import convolve, correlate, gcd, gradient, lcm
+from tracejax._src.numpy.polynomial import (
+    poly, polyadd, polyder, polydiv, polyfit, polyint, polymul, polysub, polyval, roots,
+    vander,
+)
+from tracejax._src.numpy.vectorize import vectorize
 from tracejax._src.numpy.printing import array_repr, array_str
 from tracejax._src.numpy.products import (
     cross, diag, diagonal, dot, inner, kron, matmul, outer, tensordot, trace, vdot,
@@ -39,7 +44,16 @@ from tracejax._src.numpy.scalar_types import (
     signedinteger, single, uint, uint16, uint32, uint64, uint8, unsignedinteger,
 )
 from tracejax._src.numpy.searching import argwhere, flatnonzero, nonzero
-from tracejax._src.numpy.statistics import corrcoef, cov
+from tracejax._src.numpy.statistics import (
+    corrcoef, cov, median, nanmedian, nanpercentile, nanquantile, percentile, quantile,
+)
+from tracejax._src.numpy.sorting import (
+    argpartition, argsort, lexsort, msort, partition, searchsorted, sort, sort_complex,
+)
+from tracejax._src.numpy.setops import unique
+from tracejax._src.numpy.histograms import (
+    bincount, digitize, histogram, histogram2d, histogram_bin_edges, histogramdd, interp,
+)
 from tracejax._src.numpy.windows import bartlett, blackman, hamming, hanning, i0, kaiser
 from tracejax._src.numpy.shape_ops import (
     append, array_split, atleast_1d, atleast_2d, atleast_3d, block, broadcast_arrays,
@@ -84,3 +98,4 @@ from numpy import (  # noqa: E402
 )
 DeviceArray = _Array
 from tracejax.numpy import linalg as linalg  # noqa: E402,F401
+from tracejax.numpy import fft as fft  # noqa: E402,F401

@@ -2,3 +2,5 @@
 # flake8: noqa: F401
 from tracejax.scipy import special as special
 from tracejax.scipy import stats as stats
+from tracejax.scipy import ndimage as ndimage
+from tracejax.scipy import linalg as linalg

@@ -86,4 +86,20 @@ def avals_str(avals):
   return "[" + ", ".join(a.str_short() for a in avals) + "]"
 
 
+def avals_list_repr(avals):
+  """`[ShapedArray(float32[]), ...]`: how the 2020 messages print a list of output types."""
+  return "[" + ", ".join(map(repr, avals)) + "]"
+
+
+def check_tree_and_avals(what, tree1, avals1, tree2, avals2):
+  """TypeError with the 2020 (JAX 0.1.62) texts unless the two outputs have one pytree
+  structure and matching shapes and dtypes (weak types may differ)."""
+  if tree1 != tree2:
+    raise TypeError(f"{what} must have same type structure, got {tree1} and {tree2}.")
+  if not all(same_types(a, b) for a, b in zip(avals1, avals2)):
+    raise TypeError(f"{what} must have identical types, got\n"
+                    f"{tree_util.tree_unflatten(tree1, list(avals1))}\nand\n"
+                    f"{tree_util.tree_unflatten(tree2, list(avals2))}.")
+
+
 _ = np

@@ -49,7 +49,7 @@ def cond(pred, *args, **kwargs):
   if pred_aval.dtype != np.bool_:
     pred = elementwise.ne(pred, np.zeros((), pred_aval.dtype))
   index = elementwise.convert_element_type(pred, np.int32)
-  return _switch(index, branches, operands, "true_fun and false_fun")
+  return _switch(index, branches, operands, "true_fun and false_fun output")
 
 
 def switch(index, branches, *operands):
@@ -73,14 +73,11 @@ def _switch(index, branches, operands, what):
   in_avals = [common.aval_of(x) for x in leaves]
   traced = [common.trace_fun(b, in_tree, in_avals) for b in branches]
   out_tree = traced[0][2]
-  out_avals = traced[0][0].out_avals
-  for jaxpr, _, tree in traced[1:]:
-    if tree != out_tree:
-      raise TypeError(f"{what} must have identical output structure, got {out_tree} and "
-                      f"{tree}.")
-    if not all(common.same_types(a, b) for a, b in zip(out_avals, jaxpr.out_avals)):
-      raise TypeError(f"{what} must have identical types, got "
-                      f"{common.avals_str(out_avals)} and {common.avals_str(jaxpr.out_avals)}.")
+  # cond's branches are [false_fun, true_fun]: its messages name true_fun's output first.
+  order = traced[::-1] if len(traced) == 2 and what.startswith("true_fun") else traced
+  for jaxpr, _, tree in order[1:]:
+    common.check_tree_and_avals(what, order[0][2], order[0][0].out_avals,
+                                tree, jaxpr.out_avals)
   jaxprs, consts = common.join_consts([(j, c) for j, c, _ in traced])
   outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
   return tree_util.tree_unflatten(out_tree, outs)

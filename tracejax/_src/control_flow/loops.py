@@ -42,14 +42,14 @@ def while_loop(cond_fun, body_fun, init_val):
   args_tree = tree_util.tree_structure((init_val,))
   avals = [common.aval_of(x) for x in leaves]
   cj, cconsts, ctree = common.trace_fun(cond_fun, args_tree, avals)
-  if len(cj.outvars) != 1 or cj.out_avals[0].shape != () or cj.out_avals[0].dtype != np.bool_:
+  if ctree.num_leaves != 1 or ctree.num_nodes != 1:
+    raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {ctree}.")
+  if cj.out_avals[0].shape != () or cj.out_avals[0].dtype != np.bool_:
     raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
-                    f"{common.avals_str(cj.out_avals)}.")
+                    f"{common.avals_list_repr(cj.out_avals)}.")
   bj, bconsts, btree = common.trace_fun(body_fun, args_tree, avals)
-  if btree != in_tree or not all(common.same_types(a, b) for a, b in zip(avals, bj.out_avals)):
-    raise TypeError("body_fun output and input must have identical types, got\n"
-                    f"{btree} {common.avals_str(bj.out_avals)}\nand\n"
-                    f"{in_tree} {common.avals_str(avals)}.")
+  common.check_tree_and_avals("body_fun output and input", btree, bj.out_avals,
+                              in_tree, avals)
   outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,
                       cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
   return tree_util.tree_unflatten(in_tree, outs)
@@ -302,14 +302,12 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     carry_tree, y_tree = tree_util.treedef_children(out_tree)
     assert out_tree.num_nodes >= 1 and len(tree_util.treedef_children(out_tree)) == 2
   except Exception:
-    raise TypeError("scan body output must be a pair (carry, y), got " f"{out_tree}.") from None
+    raise TypeError("scan body output must be a pair, got "
+                    f"{tree_util.tree_unflatten(out_tree, list(jaxpr.out_avals))}.") from None
   nc = len(c_leaves)
   out_avals = jaxpr.out_avals
-  if carry_tree != c_tree or not all(common.same_types(a, b)
-                                     for a, b in zip(c_avals, out_avals[:nc])):
-    raise TypeError("scan carry output and input must have identical types, got\n"
-                    f"{carry_tree} {common.avals_str(out_avals[:nc])}\nand\n"
-                    f"{c_tree} {common.avals_str(c_avals)}.")
+  common.check_tree_and_avals("scan carry output and input", carry_tree,
+                              out_avals[:carry_tree.num_leaves], c_tree, c_avals)
   outs = scan_p.bind(*consts, *c_leaves, *x_leaves, jaxpr=jaxpr, length=length,
                      reverse=bool(reverse), num_consts=len(consts), num_carry=nc,
                      linear=(False,) * (len(consts) + nc + len(x_leaves)), unroll=unroll)

@@ -128,7 +128,7 @@ def closed_call_jaxpr(jaxpr, consts):
 
 # ---- dead code elimination ----
 
-dce_rules = {}
+dce_rules = {}  # prim -> rule(used_outputs, eqn) -> (used_inputs, new eqn or None)
 effectful_primitives = set()
 
 
@@ -140,6 +140,16 @@ def dce_jaxpr(jaxpr, used_outputs=None, prune_invars=False):
   live = {v for v in outvars if type(v) is ir.Var}
   new_eqns = []
   for eqn in reversed(jaxpr.eqns):
+    rule = dce_rules.get(eqn.primitive)
+    if rule is not None and eqn.primitive not in effectful_primitives:
+      # A higher-order primitive can also drop the work behind its unused outputs.
+      used_outs = [v in live for v in eqn.outvars]
+      if any(used_outs):
+        _, eqn = rule(used_outs, eqn)
+        if eqn is not None:
+          new_eqns.append(eqn)
+          live.update(v for v in eqn.invars if type(v) is ir.Var)
+      continue
     if eqn.primitive in effectful_primitives or any(v in live for v in eqn.outvars):
       new_eqns.append(eqn)
       live.update(v for v in eqn.invars if type(v) is ir.Var)

@@ -114,13 +114,33 @@ def _check_same_dtypes(name, avals):
         "type promotion on inputs.)")
 
 
+def broadcast_shapes_strict(name, *shapes):
+  """The shape of an n-ary elementwise result, by lax's rules (not NumPy's).
+
+  Rank-0 operands broadcast; the others must have one rank (no implicit rank
+  promotion: that is jax.numpy's job), and along each axis their sizes must agree
+  or be 1 (a size-1 axis broadcasts, as in JAX's lax binary operators).
+  """
+  shapes = [tuple(s) for s in shapes if len(s)]
+  if not shapes:
+    return ()
+  ranks = {len(s) for s in shapes}
+  if len(ranks) > 1:
+    raise TypeError(f"{name}: arrays must have the same number of dimensions, got "
+                    f"{ranks}")
+  out = []
+  for sizes in zip(*shapes):
+    not_one = set(sizes) - {1}
+    if len(not_one) > 1:
+      raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                      f"{', '.join(map(str, shapes))}.")
+    out.append(not_one.pop() if not_one else 1)
+  return tuple(out)
+
+
 def _nary_shape_rule(name):
   def rule(*avals, **_):
-    shapes = {a.shape for a in avals if a.shape}
-    if len(shapes) > 1:
-      raise TypeError(f"{name} got incompatible shapes for broadcasting: "
-                      f"{', '.join(str(a.shape) for a in avals)}.")
-    return shapes.pop() if shapes else ()
+    return broadcast_shapes_strict(name, *(a.shape for a in avals))
   return rule
 
 
@@ -143,13 +163,14 @@ def _not_weak(*avals, **_):
 
 
 def broadcast_operands(ctx, *args):
-  """Broadcast rank-0 operands of an elementwise lowering to the output shape."""
+  """Broadcast the operands of an elementwise lowering to the output shape: rank-0
+  operands and the size-1 axes of equal-rank ones."""
   out_shape = ctx.avals_out[0].shape
   res = []
   for x, a in zip(args, ctx.avals_in):
     if a.shape != out_shape:
       t = ir.RankedTensorType.get(out_shape, mlir.dtype_to_ir_type(a.dtype))
-      x = hlo.broadcast_in_dim(t, x, ir.DenseI64ArrayAttr.get([]))
+      x = hlo.broadcast_in_dim(t, x, ir.DenseI64ArrayAttr.get(list(range(len(a.shape)))))
     res.append(x)
   return res
 
@@ -223,21 +244,31 @@ def _ones(x):
 
 
 def _maybe_broadcast(shape, x):
-  """`x` (of `shape` or rank 0) with shape `shape`."""
-  if tuple(np.shape(x)) == tuple(shape):
+  """`x` (of `shape`, rank 0, or `shape` with some axes of size 1) with shape `shape`."""
+  xshape = tuple(np.shape(x))
+  if xshape == tuple(shape):
     return x
   from tracejax._src.lax import structural
-  return structural.broadcast_in_dim(x, tuple(shape), ())
+  return structural.broadcast_in_dim(x, tuple(shape), tuple(range(len(xshape))))
 
 
 def _unbroadcast(aval, ct):
-  """The cotangent of an operand of `aval` that was implicitly broadcast (rank 0)."""
-  shape = np.shape(ct)
-  if tuple(shape) == tuple(aval.shape):
+  """The cotangent of an operand of `aval` that was implicitly broadcast: a rank-0
+  operand, or one with size-1 axes. Sums over the broadcast axes, then restores the
+  size-1 axes with a reshape."""
+  shape = tuple(np.shape(ct))
+  if shape == tuple(aval.shape):
     return ct
-  assert not aval.shape, (aval, shape)
   from tracejax._src.lax import reductions
-  return reductions.reduce_sum(ct, tuple(range(len(shape))))
+  if not aval.shape:
+    return reductions.reduce_sum(ct, tuple(range(len(shape))))
+  assert len(shape) == len(aval.shape), (aval, shape)
+  axes = tuple(i for i, (a, c) in enumerate(zip(aval.shape, shape)) if a == 1 and c != 1)
+  summed = reductions.reduce_sum(ct, axes) if axes else ct
+  if tuple(np.shape(summed)) == tuple(aval.shape):
+    return summed
+  from tracejax._src.lax import structural
+  return structural.reshape(summed, tuple(aval.shape))
 
 
 def _operand_aval(x):
@@ -245,7 +276,30 @@ def _operand_aval(x):
 
 
 def _out_shape(*xs):
-  return next((tuple(np.shape(x)) for x in xs if np.shape(x)), ())
+  return broadcast_shapes_strict("lax", *(np.shape(x) for x in xs))
+
+
+def _broadcast_tangents(defjvp):
+  """`ad.defjvp`/`ad.defjvp2` whose rules' tangents are broadcast to the output shape.
+
+  A rule for one operand may give a tangent of that operand's shape (e.g. slope 1),
+  which can be smaller than the output when the other operand broadcasts it.
+  """
+  def define(prim, *rules):
+    def wrap(rule):
+      if rule is None:
+        return None
+      def broadcast_rule(g, *args, **params):
+        t = rule(g, *args, **params)
+        shape = _out_shape(*args)
+        return t if type(t) is ad.Zero else _maybe_broadcast(shape, t)
+      return broadcast_rule
+    defjvp(prim, *map(wrap, rules))
+  return define
+
+
+_defjvp_nary = _broadcast_tangents(ad.defjvp)
+_defjvp2_nary = _broadcast_tangents(ad.defjvp2)
 
 
 def _iscomplex(x):
@@ -400,7 +454,7 @@ def _add_transpose(ct, x, y):
 ad.primitive_jvps[add_p] = _add_jvp
 ad.primitive_transposes[add_p] = _add_transpose
 ad.linear_primitives.add(add_p)
-utils.defbroadcasting(add_p)
+utils.defbroadcasting(add_p, size_one=True)
 
 # ---- sub ----
 
@@ -433,7 +487,7 @@ def _sub_transpose(ct, x, y):
 ad.primitive_jvps[sub_p] = _sub_jvp
 ad.primitive_transposes[sub_p] = _sub_transpose
 ad.linear_primitives.add(sub_p)
-utils.defbroadcasting(sub_p)
+utils.defbroadcasting(sub_p, size_one=True)
 
 # ---- mul ----
 
@@ -443,13 +497,13 @@ mul = _wrap(mul_p, "Elementwise multiplication: x * y.")
 ad.defbilinear(mul_p,
                lambda ct, x, y: _unbroadcast(x.aval, mul(ct, y)),
                lambda ct, x, y: _unbroadcast(y.aval, mul(x, ct)))
-utils.defbroadcasting(mul_p)
+utils.defbroadcasting(mul_p, size_one=True)
 
 # ---- div ----
 
 div_p = naryop("div", _num, hlo.divide)  # integers: truncation toward zero, as in C and XLA
 div = _wrap(div_p, "Elementwise division: x / y (integers round toward zero).")
-ad.defjvp(div_p,
+_defjvp_nary(div_p,
           lambda g, x, y: div(g, y),
           lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
 
@@ -463,16 +517,16 @@ def _div_transpose(ct, x, y):
 
 
 ad.primitive_transposes[div_p] = _div_transpose
-utils.defbroadcasting(div_p)
+utils.defbroadcasting(div_p, size_one=True)
 
 # ---- rem ----
 
 rem_p = naryop("rem", [np.integer, np.floating], hlo.remainder)
 rem = _wrap(rem_p, "Elementwise remainder: x mod y, with the sign of x (C's fmod).")
-ad.defjvp(rem_p,
+_defjvp_nary(rem_p,
           lambda g, x, y: _maybe_broadcast(_out_shape(x, y), g),
           lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
-utils.defbroadcasting(rem_p)
+utils.defbroadcasting(rem_p, size_one=True)
 
 # ---- neg ----
 
@@ -561,18 +615,18 @@ def _minmax_lower(direction, hlo_op):
 
 max_p = naryop("max", _any, None)
 max = _wrap(max_p, "Elementwise maximum: max(x, y). NaNs propagate.")
-ad.defjvp2(max_p,
+_defjvp2_nary(max_p,
            lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
            lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
-utils.defbroadcasting(max_p)
+utils.defbroadcasting(max_p, size_one=True)
 mlir.register_lowering(max_p, _minmax_lower("GT", hlo.maximum))
 
 min_p = naryop("min", _any, None)
 min = _wrap(min_p, "Elementwise minimum: min(x, y). NaNs propagate.")
-ad.defjvp2(min_p,
+_defjvp2_nary(min_p,
            lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
            lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
-utils.defbroadcasting(min_p)
+utils.defbroadcasting(min_p, size_one=True)
 mlir.register_lowering(min_p, _minmax_lower("LT", hlo.minimum))
 
 # ---- pow ----
@@ -625,8 +679,8 @@ def _pow_jvp_rhs(g, ans, x, y):
   return mul(g, mul(log(_replace_zero(x)), ans))
 
 
-ad.defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
-utils.defbroadcasting(pow_p)
+_defjvp2_nary(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
+utils.defbroadcasting(pow_p, size_one=True)
 
 
 def _pow_lower(ctx, x, y):
@@ -814,10 +868,10 @@ utils.defvectorized(atan_p)
 
 atan2_p = naryop("atan2", _float, hlo.atan2)
 atan2 = _wrap(atan2_p, "Elementwise arc tangent of two variables: atan(x / y), quadrant-aware.")
-ad.defjvp(atan2_p,
+_defjvp_nary(atan2_p,
           lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
           lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
-utils.defbroadcasting(atan2_p)
+utils.defbroadcasting(atan2_p, size_one=True)
 
 sinh_p = naryop("sinh", _inexact, chlo.sinh)
 sinh = _wrap(sinh_p, "Elementwise hyperbolic sine: sinh(x).")
@@ -895,8 +949,8 @@ nextafter_p = naryop("nextafter", _float, chlo.next_after)
 nextafter = _wrap(nextafter_p,
                   "The next representable value after x1 in the direction of x2.")
 # nextafter(x1, x2) = x1 + (a step that is constant almost everywhere): slope 1 in x1.
-ad.defjvp(nextafter_p, lambda g, x1, x2: _maybe_broadcast(_out_shape(x1, x2), g), None)
-utils.defbroadcasting(nextafter_p)
+_defjvp_nary(nextafter_p, lambda g, x1, x2: _maybe_broadcast(_out_shape(x1, x2), g), None)
+utils.defbroadcasting(nextafter_p, size_one=True)
 
 is_finite_p = naryop("is_finite", _float, hlo.is_finite, result_dtype=np.bool_,
                      weak_type_rule=_not_weak)
@@ -947,9 +1001,9 @@ def _polygamma_grad_m(g, m, x):
 
 polygamma_p = naryop("polygamma", _float, chlo.polygamma)
 polygamma = _wrap(polygamma_p, "Elementwise polygamma: psi^(m)(x), m a non-negative integer.")
-ad.defjvp(polygamma_p, _polygamma_grad_m,
+_defjvp_nary(polygamma_p, _polygamma_grad_m,
           lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
-utils.defbroadcasting(polygamma_p)
+utils.defbroadcasting(polygamma_p, size_one=True)
 
 
 def _zeta_grad_x(g, x, q):
@@ -959,9 +1013,9 @@ def _zeta_grad_x(g, x, q):
 zeta_p = naryop("zeta", _float, chlo.zeta)
 zeta = _wrap(zeta_p, "Elementwise Hurwitz zeta function: zeta(x, q) = sum (q + n) ** -x.")
 # d/dq sum_n (q + n)^-x = -x zeta(x + 1, q).
-ad.defjvp(zeta_p, _zeta_grad_x,
+_defjvp_nary(zeta_p, _zeta_grad_x,
           lambda g, x, q: mul(g, mul(neg(x), zeta(add(x, _const(x, 1)), q))))
-utils.defbroadcasting(zeta_p)
+utils.defbroadcasting(zeta_p, size_one=True)
 
 # ---- the incomplete gamma family ----
 #
@@ -1138,16 +1192,16 @@ def _igamma_grad_x(g, a, x):
 
 igamma_p = naryop("igamma", _float, None)
 igamma = _wrap(igamma_p, "Elementwise regularized incomplete gamma function P(a, x).")
-ad.defjvp(igamma_p, lambda g, a, x: mul(g, igamma_grad_a(a, x)), _igamma_grad_x)
-utils.defbroadcasting(igamma_p)
+_defjvp_nary(igamma_p, lambda g, a, x: mul(g, igamma_grad_a(a, x)), _igamma_grad_x)
+utils.defbroadcasting(igamma_p, size_one=True)
 mlir.register_lowering(igamma_p, _lower_composition(_igamma_impl))
 
 igammac_p = naryop("igammac", _float, None)
 igammac = _wrap(igammac_p,
                 "Elementwise complementary regularized incomplete gamma function Q(a, x).")
-ad.defjvp(igammac_p, lambda g, a, x: neg(mul(g, igamma_grad_a(a, x))),
+_defjvp_nary(igammac_p, lambda g, a, x: neg(mul(g, igamma_grad_a(a, x))),
           lambda g, a, x: neg(_igamma_grad_x(g, a, x)))
-utils.defbroadcasting(igammac_p)
+utils.defbroadcasting(igammac_p, size_one=True)
 mlir.register_lowering(igammac_p, _lower_composition(_igammac_impl))
 
 def _igamma_grad_a_grad_a(g, a, x):
@@ -1160,9 +1214,9 @@ igamma_grad_a = _wrap(igamma_grad_a_p,
                       "Elementwise derivative of the regularized incomplete gamma function "
                       "P(a, x) with respect to a.")
 # d/dx dP/da = d/da dP/dx = dP/dx (log x - digamma(a)).
-ad.defjvp(igamma_grad_a_p, _igamma_grad_a_grad_a,
+_defjvp_nary(igamma_grad_a_p, _igamma_grad_a_grad_a,
           lambda g, a, x: mul(_igamma_grad_x(g, a, x), sub(log(x), digamma(a))))
-utils.defbroadcasting(igamma_grad_a_p)
+utils.defbroadcasting(igamma_grad_a_p, size_one=True)
 mlir.register_lowering(igamma_grad_a_p, _lower_composition(_igamma_derivative_impl("grad_a")))
 
 random_gamma_grad_p = naryop("random_gamma_grad", _float, None)
@@ -1176,8 +1230,8 @@ def _random_gamma_grad_grad(g, a, x):
                    "samples are not supported)")
 
 
-ad.defjvp(random_gamma_grad_p, _random_gamma_grad_grad, _random_gamma_grad_grad)
-utils.defbroadcasting(random_gamma_grad_p)
+_defjvp_nary(random_gamma_grad_p, _random_gamma_grad_grad, _random_gamma_grad_grad)
+utils.defbroadcasting(random_gamma_grad_p, size_one=True)
 mlir.register_lowering(random_gamma_grad_p,
                        _lower_composition(_igamma_derivative_impl("sample_grad")))
 
@@ -1259,9 +1313,9 @@ regularized_incomplete_beta_p = naryop("regularized_incomplete_beta", _float, No
 betainc = _wrap(regularized_incomplete_beta_p,
                 "Elementwise regularized incomplete beta integral I_x(a, b).")
 betainc.__name__ = betainc.__qualname__ = "betainc"
-ad.defjvp(regularized_incomplete_beta_p, _betainc_grad_not_implemented,
+_defjvp_nary(regularized_incomplete_beta_p, _betainc_grad_not_implemented,
           _betainc_grad_not_implemented, _betainc_grad_x)
-utils.defbroadcasting(regularized_incomplete_beta_p)
+utils.defbroadcasting(regularized_incomplete_beta_p, size_one=True)
 mlir.register_lowering(regularized_incomplete_beta_p, _lower_composition(_betainc_impl))
 
 # ---- bessel_i0e, bessel_i1e ----
@@ -1348,7 +1402,7 @@ def _compare_lower(direction):
 def _comparison(name, accepted, direction, doc):
   prim = naryop(name, accepted, None, result_dtype=np.bool_, weak_type_rule=_not_weak)
   ad.defjvp_zero(prim)
-  utils.defbroadcasting(prim)
+  utils.defbroadcasting(prim, size_one=True)
   mlir.register_lowering(prim, _compare_lower(direction))
   return prim, _wrap(prim, doc)
 
@@ -1375,38 +1429,38 @@ and_p = naryop("and", _bool_or_int, hlo.and_)
 bitwise_and = _wrap(and_p, "Elementwise AND: x & y.")
 and_ = bitwise_and
 ad.defjvp_zero(and_p)
-utils.defbroadcasting(and_p)
+utils.defbroadcasting(and_p, size_one=True)
 
 or_p = naryop("or", _bool_or_int, hlo.or_)
 bitwise_or = _wrap(or_p, "Elementwise OR: x | y.")
 or_ = bitwise_or
 ad.defjvp_zero(or_p)
-utils.defbroadcasting(or_p)
+utils.defbroadcasting(or_p, size_one=True)
 
 xor_p = naryop("xor", _bool_or_int, hlo.xor)
 bitwise_xor = _wrap(xor_p, "Elementwise exclusive OR: x ^ y.")
 xor = bitwise_xor
 ad.defjvp_zero(xor_p)
-utils.defbroadcasting(xor_p)
+utils.defbroadcasting(xor_p, size_one=True)
 
 # Shifts by an amount outside [0, bits) give 0 (sign bits for the arithmetic right shift),
 # as XLA defines them.
 shift_left_p = naryop("shift_left", _int, hlo.shift_left)
 shift_left = _wrap(shift_left_p, "Elementwise left shift: x << y.")
 ad.defjvp_zero(shift_left_p)
-utils.defbroadcasting(shift_left_p)
+utils.defbroadcasting(shift_left_p, size_one=True)
 
 shift_right_arithmetic_p = naryop("shift_right_arithmetic", _int, hlo.shift_right_arithmetic)
 shift_right_arithmetic = _wrap(shift_right_arithmetic_p,
                                "Elementwise arithmetic right shift: x >> y, sign-filling.")
 ad.defjvp_zero(shift_right_arithmetic_p)
-utils.defbroadcasting(shift_right_arithmetic_p)
+utils.defbroadcasting(shift_right_arithmetic_p, size_one=True)
 
 shift_right_logical_p = naryop("shift_right_logical", _int, hlo.shift_right_logical)
 shift_right_logical = _wrap(shift_right_logical_p,
                             "Elementwise logical right shift: x >> y, zero-filling.")
 ad.defjvp_zero(shift_right_logical_p)
-utils.defbroadcasting(shift_right_logical_p)
+utils.defbroadcasting(shift_right_logical_p, size_one=True)
 
 population_count_p = naryop("population_count", _int, hlo.popcnt)
 population_count = _wrap(population_count_p, "Elementwise popcount: the number of set bits.")
@@ -1463,7 +1517,7 @@ def _complex_jvp(primals, tangents):
 
 
 ad.primitive_jvps[complex_p] = _complex_jvp
-utils.defbroadcasting(complex_p)
+utils.defbroadcasting(complex_p, size_one=True)
 
 # ---- conj ----
 

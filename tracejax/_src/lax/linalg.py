@@ -1,5 +1,6 @@
 """Linear algebra primitives: cholesky, triangular_solve, lu (with
-lu_pivots_to_permutation), qr, eigh, svd and eig, plus lu_solve built on them.
+lu_pivots_to_permutation), qr, eigh, svd, eig and schur, plus lu_solve built on
+them.
 
 Every primitive works on the last two dimensions of its operands and batches
 over the leading ones, so vmap only moves the mapped axis to the front.
@@ -40,8 +41,8 @@ from tracejax._src.runtime import backend
 # `lu_solve` and `symmetrize` are helpers for jax.numpy/jax.scipy, importable from here.
 __all__ = [
     "cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
-    "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p",
-    "svd", "svd_p", "triangular_solve", "triangular_solve_p",
+    "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p", "schur",
+    "schur_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p",
 ]
 
 
@@ -289,7 +290,8 @@ def _lapack_call(ctx, target, operands, avals_in, avals_out, attrs=None, aliases
 
   Arrays of the operand's full rank (the matrices) are column-major, as LAPACK
   wants them; vectors and `info` keep the default row-major layout. `attrs` maps
-  attribute names to one ASCII character each (LAPACK's job/uplo letters);
+  attribute names to one ASCII character each (LAPACK's job/uplo letters, sent
+  as ui8) or to a Python int (sent as i32, e.g. gehrd's `low` and `high`);
   `aliases` maps output index -> operand index (the kernel overwrites in place).
   """
   if ctx.module_context.platform != "cpu":
@@ -1196,4 +1198,77 @@ eig_p = standard_primitive(_eig_shape_rule, _eig_dtype_rule, "eig",
 ad.primitive_jvps[eig_p] = _eig_jvp
 _unary_batcher(eig_p)
 mlir.register_lowering(eig_p, _eig_cpu_lowering, platform="cpu")
+
+
+
+# =============================================================================
+# schur
+# =============================================================================
+
+def schur(x, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+  """Schur decomposition A = Z T Z^H of square matrices (CPU only, LAPACK gees).
+
+  `x` is a batch of square matrices [..., n, n]. T is upper triangular for
+  complex `x`; for real `x` it is the real Schur form (quasi upper triangular,
+  with 2 x 2 blocks for pairs of complex eigenvalues) and Z is orthogonal.
+  Returns `(T, Z)`, or `T` alone without `compute_schur_vectors`. NaNs where
+  LAPACK fails. Ordering the eigenvalues (`sort_eig_vals`, `select_callable`)
+  is not available in jaxlib's kernel. Not differentiable.
+  """
+  if sort_eig_vals or select_callable is not None:
+    raise NotImplementedError("schur: ordering the eigenvalues (sort_eig_vals, "
+                              "select_callable) is not supported by jaxlib's LAPACK kernel.")
+  out = schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors))
+  return tuple(out) if compute_schur_vectors else out[0]
+
+
+def _schur_shape_rule(x, *, compute_schur_vectors):
+  _check_matrix("schur", x, square=True)
+  return [x.shape, x.shape] if compute_schur_vectors else [x.shape]
+
+
+def _schur_dtype_rule(x, *, compute_schur_vectors):
+  _check_lapack_dtype("schur", x)
+  return [x.dtype] * (2 if compute_schur_vectors else 1)
+
+
+def _schur_cpu_lowering(ctx, x, *, compute_schur_vectors):
+  aval, = ctx.avals_in
+  if 0 in aval.shape:
+    return _empty_outputs(ctx)
+  info_aval = _info_aval(aval)
+  vec_aval = aval.update(shape=aval.shape[:-1])
+  attrs = {"mode": "V" if compute_schur_vectors else "N", "sort": "N"}
+  target = _lapack_target("gees", aval.dtype)
+  if dtypes.issubdtype(aval.dtype, np.complexfloating):
+    # T, Z, the eigenvalues, the number of selected eigenvalues, info.
+    t, z, _, _, info = _lapack_call(ctx, target, [x], [aval],
+                                    [aval, aval, vec_aval, info_aval, info_aval],
+                                    attrs=attrs, aliases={0: 0})
+  else:
+    # T, Z, the real and imaginary parts of the eigenvalues, selected count, info.
+    t, z, _, _, _, info = _lapack_call(ctx, target, [x], [aval],
+                                       [aval, aval, vec_aval, vec_aval, info_aval,
+                                        info_aval], attrs=attrs, aliases={0: 0})
+  with _Emit(ctx) as em:
+    ok = _info_ok(em.wrap(info, info_aval))
+    outs = [_nan_unless(ok, em.wrap(t, aval))]
+    if compute_schur_vectors:
+      outs.append(_nan_unless(ok, em.wrap(z, aval)))
+  return [em.value(o) for o in outs]
+
+
+def _schur_jvp(primals, tangents, *, compute_schur_vectors):
+  # As in JAX: the Schur form has no derivative rule (the real form's 2 x 2 blocks and
+  # Z are not smooth functions of A where eigenvalues meet).
+  raise NotImplementedError(
+      "The Schur decomposition (lax.linalg.schur, jax.scipy.linalg.schur and sqrtm, "
+      "which uses it) is not differentiable, as in JAX.")
+
+
+schur_p = standard_primitive(_schur_shape_rule, _schur_dtype_rule, "schur",
+                             weak_type_rule=_no_weak_type, multiple_results=True)
+ad.primitive_jvps[schur_p] = _schur_jvp
+_unary_batcher(schur_p)
+mlir.register_lowering(schur_p, _schur_cpu_lowering, platform="cpu")
 

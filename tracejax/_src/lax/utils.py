@@ -155,11 +155,21 @@ def defvectorized(prim):
   _batching().primitive_batchers[prim] = rule
 
 
-def defbroadcasting(prim):
-  """Batching for n-ary elementwise primitives (rank-0 operands broadcast)."""
+def defbroadcasting(prim, size_one=False):
+  """Batching for n-ary elementwise primitives.
+
+  Operands batched on the same axis with the same shape (and rank-0 operands) go
+  straight to `prim`. Otherwise the batch axes move to the front. With
+  `size_one=False` (primitives whose shape rule only broadcasts rank-0 operands,
+  and the 2020 rule for user primitives) unbatched operands are broadcast to the
+  full batch; with `size_one=True` (the lax binary operators, which broadcast
+  size-1 dimensions of equal-rank operands) an unbatched operand gets a size-1
+  batch axis and a batched scalar gets size-1 trailing axes, and the primitive's
+  own broadcasting does the rest (no batch-sized copies).
+  """
   from tracejax._src.lax import structural
 
-  def rule(args, dims, **params):
+  def full_rule(args, dims, **params):
     size = next(np.shape(x)[d] for x, d in zip(args, dims) if d is not None)
     per_shapes = [tuple(s for i, s in enumerate(np.shape(x)) if i != d) if d is not None
                   else np.shape(x) for x, d in zip(args, dims)]
@@ -174,6 +184,23 @@ def defbroadcasting(prim):
         if s != out_shape:
           x = structural.broadcast_in_dim(x, (size,) + out_shape, (0,))
       new.append(x)
+    return new
+
+  def size_one_rule(args, dims, **params):
+    new = [bdim_at_front(x, d, 1) if np.ndim(x) else x for x, d in zip(args, dims)]
+    ndim = max(np.ndim(x) for x in new)
+    for i, (x, d) in enumerate(zip(new, dims)):
+      if d is not None and np.ndim(x) < ndim:  # a batched scalar: (B,) -> (B, 1, ..., 1)
+        shape = tuple(np.shape(x)) + (1,) * (ndim - np.ndim(x))
+        new[i] = structural.broadcast_in_dim(x, shape, tuple(range(np.ndim(x))))
+    return new
+
+  def rule(args, dims, **params):
+    bdim, shape = next((d, np.shape(x)) for x, d in zip(args, dims) if d is not None)
+    if all(d == bdim and np.shape(x) == shape for x, d in zip(args, dims) if np.ndim(x)):
+      out = prim.bind(*args, **params)
+      return (out, [bdim] * len(out)) if prim.multiple_results else (out, bdim)
+    new = (size_one_rule if size_one else full_rule)(args, dims, **params)
     out = prim.bind(*new, **params)
     return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
   _batching().primitive_batchers[prim] = rule

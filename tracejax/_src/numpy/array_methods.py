@@ -144,6 +144,33 @@ def _nonzero(self, *, size=None, fill_value=None):
   return searching.nonzero(self, size=size, fill_value=fill_value)
 
 
+# Sorting methods (functional, unlike NumPy's in-place `a.sort()`: arrays are immutable).
+def _sort_method(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+  """A sorted copy of the array along `axis` (see jnp.sort)."""
+  from tracejax._src.numpy import sorting
+  return sorting.sort(self, axis, kind=kind, order=order, stable=stable,
+                      descending=descending)
+
+
+def _argsort_method(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+  """The indices that sort the array along `axis` (see jnp.argsort)."""
+  from tracejax._src.numpy import sorting
+  return sorting.argsort(self, axis, kind=kind, order=order, stable=stable,
+                         descending=descending)
+
+
+def _searchsorted_method(self, v, side="left", sorter=None, *, method="scan"):
+  """Insertion points of `v` into this sorted 1-D array (see jnp.searchsorted)."""
+  from tracejax._src.numpy import sorting
+  return sorting.searchsorted(self, v, side, sorter, method=method)
+
+
+def _argpartition_method(self, kth, axis=-1):
+  """Indices that partition the array around its kth element (see jnp.argpartition)."""
+  from tracejax._src.numpy import sorting
+  return sorting.argpartition(self, kth, axis)
+
+
 _METHODS = {
     "__getitem__": indexing.getitem,
     "__iter__": _iter,
@@ -180,6 +207,10 @@ _METHODS = {
     "diagonal": products.diagonal,
     "trace": products.trace,
     "nonzero": _nonzero,
+    "sort": _sort_method,
+    "argsort": _argsort_method,
+    "searchsorted": _searchsorted_method,
+    "argpartition": _argpartition_method,
     "copy": _copy,
 }
 

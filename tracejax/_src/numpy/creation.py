@@ -65,6 +65,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
       dt = dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[type(object)])
     out = from_numpy(util._host_scalar(object, dt), weak_type=weak)
   elif isinstance(object, (np.ndarray, np.generic)):
+    _check_numeric(object)
     dt = dt if dt is not None else dtypes.canonicalize_dtype(object.dtype)
     out = from_numpy(object if object.dtype == dt else np.asarray(object, dt))
   elif isinstance(object, (list, tuple)):
@@ -76,11 +77,33 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
       out = from_numpy(np.array(object, dtype=dt))
   elif hasattr(object, "__array__"):
     return array(np.asarray(object), dtype, copy, order, ndmin)
+  elif isinstance(object, (bytes, str)):
+    # As in JAX: bytes and str are strings to NumPy (dtype S/U), not byte buffers.
+    _check_numeric(np.asarray(object))
+  elif _is_buffer(object):
+    # memoryview, bytearray, array.array...: the buffer's own format gives the dtype.
+    return array(np.asarray(memoryview(object)), dtype, copy, order, ndmin)
   else:
     raise TypeError(f"Unexpected input type for array: {type(object)}")
   if ndmin > util.ndim(out):
     out = util.reshape(out, (1,) * (ndmin - util.ndim(out)) + util.shape(out))
   return out
+
+
+def _check_numeric(x):
+  """TypeError for host arrays of strings, bytes or objects (XLA has no such dtypes)."""
+  if x.dtype.kind in "SUOVMm":
+    raise TypeError(f"Value {x!r} with dtype {x.dtype} is not a valid JAX array type. Only "
+                    "arrays of numeric types are supported by JAX.")
+
+
+def _is_buffer(obj):
+  """True for objects that expose the buffer protocol (memoryview, bytearray, array.array)."""
+  try:
+    memoryview(obj)
+  except TypeError:
+    return False
+  return True
 
 
 def _stack_nested(obj, dt):
@@ -182,10 +205,26 @@ def arange(start, stop=None, step=None, dtype=None):
   """Evenly spaced values in [start, stop) by `step`; the bounds must be concrete.
 
   Asking for a 64-bit dtype with x64 off warns and gives the 32-bit dtype (C-S05).
+  Values are computed as NumPy computes them (in 64 bits on the host) and then cast
+  to `dtype`, so float steps give NumPy's values; the length is NumPy's
+  `ceil((stop - start) / step)` (empty when the range is empty). A zero step raises
+  ZeroDivisionError, as in NumPy and JAX; complex bounds raise ValueError (JAX).
+
+  >>> arange(1.0, 0.0, -0.25)
+  DeviceArray([1.  , 0.75, 0.5 , 0.25], dtype=float32)
   """
   dtypes.check_user_dtype_supported(dtype, "arange", stacklevel=util.user_stacklevel() + 1)
+  if start is None:
+    raise TypeError("jnp.arange: the `start` argument must not be None")
   start_c, stop_c, step_c = (_concrete(v, n, "arange") for v, n in
                              ((start, "start"), (stop, "stop"), (step, "step")))
+  for v, n in ((start_c, "start"), (stop_c, "stop"), (step_c, "step")):
+    if v is not None and np.iscomplexobj(v):
+      raise ValueError(f"jnp.arange: complex `{n}` is not supported (got {v}).")
+    if v is not None and np.ndim(v) != 0:
+      raise ValueError(f"jnp.arange: `{n}` must be a scalar, got shape {np.shape(v)}.")
+  if step_c is not None and step_c == 0:
+    raise ZeroDivisionError("jnp.arange: the `step` argument must not be zero")
   if dtype is None:
     dt = dtypes.result_type(*[v for v in (start, stop, step) if v is not None])
   else:
@@ -257,17 +296,50 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-  """Samples evenly spaced on a log scale between `start` and `stop` (both non-zero)."""
-  from tracejax._src.numpy import ufuncs
+  """`num` samples evenly spaced on a log scale from `start` to `stop` (same sign, non-zero).
+
+  Args:
+    start, stop: scalars or arrays (broadcast against each other).
+    num: number of samples (>= 0; 0 gives an empty axis).
+    endpoint: include `stop` as the last sample.
+    dtype: result dtype (default: the inexact promotion of start and stop).
+    axis: where the new sample axis goes in the result.
+
+  As in NumPy, the first sample is exactly `start` and (with `endpoint`) the last is
+  exactly `stop`.
+
+  >>> geomspace(1., 1000., 4)
+  DeviceArray([   1.,   10.,  100., 1000.], dtype=float32)
+  """
+  from tracejax._src.numpy import shape_ops, ufuncs
+  num = util.concrete_int(num, "'num' argument of jnp.geomspace")
+  if num < 0:
+    raise ValueError(f"Number of samples, {num}, must be non-negative.")
+  dtypes.check_user_dtype_supported(dtype, "geomspace", stacklevel=util.user_stacklevel() + 1)
   dt = (dtypes.result_type(start, stop, float) if dtype is None
         else dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
   comp = dtypes.to_inexact_dtype(dt)
   start, stop = asarray(start, comp), asarray(stop, comp)
+  shp = util.broadcast_shapes(util.shape(start), util.shape(stop))
+  start, stop = util.broadcast_to(start, shp), util.broadcast_to(stop, shp)
+  axis = util.canonicalize_axis(axis, len(shp) + 1)
   sign = ufuncs.sign(start)
-  res = logspace(ufuncs.log10(ufuncs.multiply(start, sign)),
-                 ufuncs.log10(ufuncs.multiply(stop, sign)), num, endpoint=endpoint,
-                 base=10.0, dtype=comp, axis=axis)
-  return util.convert(ufuncs.multiply(sign, res), dt, False)
+  # log10 as a ratio of natural logs: exact for powers of ten in float32.
+  ln10 = ufuncs.log(np.asarray(10.0, comp))
+  lo = ufuncs.true_divide(ufuncs.log(ufuncs.multiply(start, sign)), ln10)
+  hi = ufuncs.true_divide(ufuncs.log(ufuncs.multiply(stop, sign)), ln10)
+  res = ufuncs.multiply(sign, logspace(lo, hi, num, endpoint=endpoint, base=10.0,
+                                       dtype=comp, axis=0))
+  if num > 0:
+    ends = [util.reshape(start, (1,) + shp)]
+    middle_stop = num - 1 if (endpoint and num > 1) else num
+    ends.append(res[1:middle_stop])
+    if endpoint and num > 1:
+      ends.append(util.reshape(stop, (1,) + shp))
+    res = shape_ops.concatenate(ends, axis=0)
+  if axis != 0:
+    res = shape_ops.moveaxis(res, 0, axis)
+  return util.convert(res, dt, False)
 
 
 # ---- matrices ----

@@ -228,10 +228,70 @@ def _lu_parts(fun_name, a):
 
 
 def det(a):
-  """The determinant of square matrices `a` [..., n, n] (via LU)."""
-  a, diag, parity = _lu_parts("jnp.linalg.det", a)
+  """The determinant of square matrices `a` [..., n, n] (via LU).
+
+  Differentiable everywhere: the derivative is tr(adj(a) da), with the
+  adjugate computed so that it stays finite at singular matrices (exact for a
+  rank n-1 matrix whose LU factor U has one zero pivot, zero when U has more).
+  """
+  a, = _inexact("jnp.linalg.det", a)
+  _check_matrix("jnp.linalg.det", a, square=True)
+  return _det(a)
+
+
+def _det_from_lu(lu, pivots):
+  diag = products.diagonal(lu, axis1=-2, axis2=-1)
+  n = util.shape(lu)[-1]
+  # Each pivot that is not the identity swap flips the sign.
+  no_swap = util.broadcast_to(creation.arange(n, dtype=np.int32), util.shape(pivots))
+  parity = reductions.count_nonzero(ufuncs.not_equal(pivots, no_swap), axis=-1)
   sign = ufuncs.where(ufuncs.equal(ufuncs.remainder(parity, 2), 1), -1, 1)
-  return ufuncs.multiply(sign.astype(util.dtype_of(a)), reductions.prod(diag, axis=-1))
+  return sign.astype(util.dtype_of(lu)), diag
+
+
+@custom_jvp
+def _det(a):
+  lu, pivots, _ = lax_linalg.lu(a)
+  sign, diag = _det_from_lu(lu, pivots)
+  return ufuncs.multiply(sign, reductions.prod(diag, axis=-1))
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+  # d det(A) = tr(adj(A) dA). With P A = L U: adj(A) = sign(P) adj(U) L^-1 P, and
+  # tr(adj(U) B) for B = L^-1 P dA is
+  #  * det(U) tr(U^-1 B) when U has no zero pivot;
+  #  * c y^T B x when it has exactly one, at k: adj(U) = c x y^T, with c the product
+  #    of the other pivots, U x = 0 and y^T U = 0 normalized by x_k = y_k = 1. With
+  #    U' = U + e_k e_k^T (the zero pivot made 1), x = U'^-1 e_k and y = U'^-T e_k;
+  #  * 0 with more (the rank is then n-2 or less, unless U is structured).
+  # Every solve is with U', whose pivots are nonzero, so no inf or NaN appears in
+  # either mode, and the tangent is linear in dA (reverse mode transposes it).
+  a, = primals
+  da, = tangents
+  lu, pivots, perm = lax_linalg.lu(a)
+  sign, diag = _det_from_lu(lu, pivots)
+  dt = util.dtype_of(a)
+  zero = ufuncs.equal(diag, 0)
+  n_zero = reductions.sum(zero.astype(np.int32), axis=-1)
+  safe_diag = ufuncs.where(zero, creation.ones((), dt), diag)
+  u_safe = ufuncs.add(lu, ufuncs.multiply(shape_ops.expand_dims(zero.astype(dt), -1),
+                                          _eye_like(lu)))
+  det_a = ufuncs.multiply(sign, reductions.prod(diag, axis=-1))
+  b = lax_linalg.triangular_solve(lu, lax_linalg._permute_rows(da, perm), left_side=True,
+                                  lower=True, unit_diagonal=True)
+  x = lax_linalg.triangular_solve(u_safe, b, left_side=True, lower=False)
+  t_regular = ufuncs.multiply(reductions.prod(diag, axis=-1),
+                              products.trace(x, axis1=-2, axis2=-1))
+  e_k = shape_ops.expand_dims(zero.astype(dt), -1)
+  xk = lax_linalg.triangular_solve(u_safe, e_k, left_side=True, lower=False)
+  yk = lax_linalg.triangular_solve(u_safe, e_k, left_side=True, lower=False,
+                                   transpose_a=True)
+  y_b_x = products.matmul(shape_ops.swapaxes(yk, -1, -2), products.matmul(b, xk))[..., 0, 0]
+  t_single = ufuncs.multiply(reductions.prod(safe_diag, axis=-1), y_b_x)
+  t = ufuncs.add(ufuncs.multiply(t_regular, ufuncs.equal(n_zero, 0).astype(dt)),
+                 ufuncs.multiply(t_single, ufuncs.equal(n_zero, 1).astype(dt)))
+  return det_a, ufuncs.multiply(sign, t)
 
 
 def slogdet(a, *, method=None):

@@ -376,10 +376,19 @@ def roll(a, shift, axis=None):
   if axis is None:
     return reshape(roll(ravel(a), shift, 0), util.shape(a))
   axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-  shifts = (shift,) * len(axes) if isinstance(shift, (int, np.integer, Tracer)) or \
-      util.ndim(shift) == 0 else tuple(shift)
-  if len(shifts) == 1 and len(axes) > 1:
+  if util.ndim(shift) == 0:
+    shifts = (shift,)
+  elif util.ndim(shift) == 1:
+    # A (possibly traced) array of shifts is split into scalars, one per axis.
+    shifts = tuple(shift[i] for i in range(util.shape(shift)[0])) if util.is_array(shift) \
+        else tuple(shift)
+  else:
+    raise ValueError(f"roll: 'shift' must be a scalar or 1-D, got shape {util.shape(shift)}")
+  # NumPy broadcasts 'shift' against 'axis'.
+  if len(shifts) == 1:
     shifts = shifts * len(axes)
+  elif len(axes) == 1:
+    axes = axes * len(shifts)
   if len(shifts) != len(axes):
     raise ValueError("'shift' and 'axis' must have the same length")
   for sh, ax in zip(shifts, axes):

@@ -255,18 +255,30 @@ def _check_rank_promotion(fun_name, shapes):
     return
   shapes_str = " ".join(str(tuple(s)) for s in shapes)
   if mode == "warn":
-    # Attributed to the user's line, so Python's default filter shows it once per
-    # call site: "on the first occurrence".
+    # Attributed to the user's line, and shown once per call site: Python's own
+    # registry would repeat it for every new shape (each trace) and forgets it
+    # whenever a `catch_warnings` block changes the filters.
+    level = user_stacklevel()
+    import sys
+    frame = sys._getframe(level - 1) if level > 1 else None
+    site = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+    if site is not None and site in _RANK_PROMOTION_WARNED:
+      return
     warnings.warn(
         f"Following NumPy automatic rank promotion for {fun_name} on shapes {shapes_str}. "
         "Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
         f"warning; for more information, see {_RANK_PROMOTION_DOC}.", UserWarning,
-        stacklevel=user_stacklevel())
+        stacklevel=level)
+    if site is not None:
+      _RANK_PROMOTION_WARNED.add(site)
   else:
     raise ValueError(
         f"Operands could not be broadcast together for {fun_name} on shapes {shapes_str} "
         "and with the config option jax_numpy_rank_promotion='raise'. For more "
         f"information, see {_RANK_PROMOTION_DOC}.")
+
+
+_RANK_PROMOTION_WARNED = set()  # (file, line) of the call sites already warned about
 
 
 def user_stacklevel():

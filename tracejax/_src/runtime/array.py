@@ -23,6 +23,8 @@ class _ArrayMethods:
 
   @property
   def _value(self):
+    if self.is_deleted():  # even if its value was fetched before (as in JAX)
+      raise RuntimeError(f"Array has been deleted with shape={self.aval.str_short()}.")
     v = self._npy_value
     if v is None:
       if backend.needs_bitcast_fetch(self.aval.dtype):
@@ -106,6 +108,24 @@ class _ArrayMethods:
         f"'{type(self)}' object does not support item assignment. JAX arrays are "
         "immutable; perhaps you want jax.ops.index_update or jax.ops.index_add instead?")
 
+  def delete(self):
+    """Free the device buffer now instead of when the array is garbage collected.
+
+    Using the array afterwards raises RuntimeError; `is_deleted()` tells.
+
+    >>> x = jnp.ones(3); x.delete(); x.is_deleted()
+    True
+    """
+    _delete_buffer(self)
+
+  def __copy__(self):
+    """`copy.copy(x)`: a new Array with the same value (and weak type)."""
+    return from_numpy(np.array(self._value), weak_type=self.aval.weak_type)
+
+  def __deepcopy__(self, memo):
+    """`copy.deepcopy(x)`: arrays hold no references, so the same as `copy.copy`."""
+    return self.__copy__()
+
   def __reduce__(self):
     return (_reconstruct, (np.asarray(self._value), self.aval.weak_type))
 
@@ -124,6 +144,9 @@ def _reconstruct(value, weak_type):
 # lets a cached jitted call run without entering Python. `block_until_ready`,
 # `delete` and `is_deleted` are ArrayImpl's own.
 Array = backend.ArrayImpl
+# jaxlib's own `delete` (kept once: this module may be reloaded over a patched class).
+_delete_buffer = getattr(Array, "_tracejax_delete_buffer", Array.delete)
+Array._tracejax_delete_buffer = _delete_buffer
 for _name, _attr in list(vars(_ArrayMethods).items()):
   if _name not in ("__dict__", "__weakref__", "__module__", "__qualname__"):
     setattr(Array, _name, _attr)

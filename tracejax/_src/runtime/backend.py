@@ -241,7 +241,18 @@ class Executable:
     self.handlers = [result_handler(a, device) for a in out_avals]
 
   def execute(self, buffers):
-    return self.exe.execute_sharded(buffers).consume_with_handlers(self.handlers)
+    try:
+      return self.exe.execute_sharded(buffers).consume_with_handlers(self.handlers)
+    except JaxRuntimeError:
+      check_not_deleted(buffers)  # XLA's own message for a deleted argument is cryptic
+      raise
+
+
+def check_not_deleted(buffers):
+  """RuntimeError naming the first deleted array among `buffers` (after `x.delete()`)."""
+  for b in buffers:
+    if isinstance(b, ArrayImpl) and b.is_deleted():
+      raise RuntimeError(f"Array has been deleted with shape={b.aval.str_short()}.") from None
 
 
 _exe_cache = {}
@@ -405,6 +416,16 @@ def parse_module(text):
   ctx = make_ir_context()
   with ctx:
     return ir.Module.parse(text)
+
+
+def stablehlo_to_hlo(module_text, tuple_args=False, return_tuple=True):
+  """XLA's HLO for StableHLO text, by XLA's own MLIR-to-HLO conversion (for
+  `xla_computation`; jaxlib has no XlaBuilder). Returns jaxlib's XlaComputation
+  (`as_hlo_text()`, `as_serialized_hlo_module_proto()`, `as_hlo_dot_graph()`,
+  `get_hlo_module()`, `program_shape()`). `tuple_args` makes the parameters one
+  tuple parameter; `return_tuple` wraps the results in a tuple."""
+  return _jax.mlir.mlir_module_to_xla_computation(
+      module_text, use_tuple_args=bool(tuple_args), return_tuple=bool(return_tuple))
 
 
 # ---- jaxlib's C++ jit dispatch (PjitFunction) ----

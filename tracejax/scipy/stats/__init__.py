@@ -13,5 +13,6 @@ from tracejax.scipy.stats import (
     poisson as poisson,
     bernoulli as bernoulli,
     multivariate_normal as multivariate_normal,
+    pareto as pareto,
     dirichlet as dirichlet,
 )

@@ -230,25 +230,114 @@ def bernoulli_pmf(k, p, loc=0):
 
 
 def multivariate_normal_logpdf(x, mean, cov, allow_singular=None):
-  """Log density of N(mean, cov) at x (last axis is the event axis)."""
+  """Log density of the multivariate normal N(mean, cov) at `x`.
+
+  Args:
+    x: points, shape (..., n) (the last axis is the event axis).
+    mean: the mean, shape (..., n), broadcasting against `x` (batched means). A 0-d
+      mean makes the distribution univariate: `x` is then elementwise.
+    cov: the covariance: (..., n, n) (batched, broadcasting), a 0-d variance
+      (isotropic) or, as in SciPy, a 1-D (n,) diagonal.
+    allow_singular: None or False (Cholesky: `cov` must be positive definite; a
+      singular one gives NaN rather than an error, as in JAX), or True: a singular
+      positive semi-definite `cov` is handled as SciPy does (pseudo-inverse and
+      pseudo-determinant from `eigh`; points off the support get -inf).
+
+  >>> multivariate_normal_logpdf(jnp.zeros(2), jnp.zeros(2), jnp.eye(2))
+  DeviceArray(-1.837877, dtype=float32)
+  """
   jnp = _jnp()
+  if allow_singular not in (None, False, True):
+    raise TypeError(f"multivariate_normal.logpdf: allow_singular must be a bool or None, "
+                    f"got {allow_singular!r}")
   x, mean, cov = _promote_inexact_nobroadcast(x, mean, cov)
+  log2pi = np.log(2 * np.pi)
+  if mean.ndim == 0:
+    return -0.5 * jnp.square(x - mean) / cov - 0.5 * (log2pi + jnp.log(cov))
   n = mean.shape[-1]
-  if cov.ndim < 2:
-    var = cov
-    return (-0.5 * jnp.sum((x - mean) ** 2 / var, axis=-1) - 0.5 * n * jnp.log(2 * np.pi * var)
-            if np.ndim(var) == 0 else norm_logpdf(x, mean, jnp.sqrt(var)).sum(-1))
-  L = jnp.linalg.cholesky(cov)
-  diff = (x - mean)[..., None]
+  if x.ndim == 0 or x.shape[-1] != n:
+    raise ValueError("multivariate_normal.logpdf got incompatible shapes: x "
+                     f"{x.shape} and mean {mean.shape} must agree on the last axis")
+  dev = x - mean
+  if cov.ndim == 0:
+    return (-0.5 * jnp.sum(dev * dev, axis=-1) / cov
+            - 0.5 * n * (log2pi + jnp.log(cov)))
+  if cov.ndim == 1:
+    if cov.shape != (n,):
+      raise ValueError(f"multivariate_normal.logpdf: a 1-D cov (the diagonal) must have "
+                       f"shape ({n},), got {cov.shape}")
+    return (-0.5 * jnp.sum(dev * dev / cov, axis=-1)
+            - 0.5 * (n * log2pi + jnp.sum(jnp.log(cov), axis=-1)))
+  if cov.shape[-2:] != (n, n):
+    raise ValueError("multivariate_normal.logpdf got incompatible shapes: cov "
+                     f"{cov.shape} must end in ({n}, {n})")
+  if allow_singular:
+    return _mvn_logpdf_psd(dev, cov)
   from tracejax._src.lax import linalg as lax_linalg
-  y = lax_linalg.triangular_solve(L, diff, left_side=True, lower=True)
-  maha = jnp.sum(y[..., 0] ** 2, axis=-1)
+  from tracejax._src.numpy.vectorize import vectorize
+  L = jnp.linalg.cholesky(cov)
+  solve = vectorize(lambda l, b: lax_linalg.triangular_solve(l, b, left_side=True,
+                                                             lower=True),
+                    signature="(n,n),(n)->(n)")
+  y = solve(L, dev)
   logdet = jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
-  return -0.5 * maha - logdet - 0.5 * n * np.log(2 * np.pi)
+  return -0.5 * jnp.sum(y * y, axis=-1) - logdet - 0.5 * n * log2pi
 
 
-def multivariate_normal_pdf(x, mean, cov):
-  return _jnp().exp(multivariate_normal_logpdf(x, mean, cov))
+def _mvn_logpdf_psd(dev, cov):
+  """SciPy's singular-covariance density: eigenvalues below a cutoff count as zero."""
+  jnp = _jnp()
+  s, u = jnp.linalg.eigh(cov)
+  factor = 1e6 if s.dtype == np.float64 else 1e3
+  eps = factor * np.finfo(s.dtype).eps * jnp.max(jnp.abs(s), axis=-1, keepdims=True)
+  keep = s > eps
+  rank = jnp.sum(keep, axis=-1)
+  log_pdet = jnp.sum(jnp.where(keep, jnp.log(jnp.where(keep, s, 1.)), 0.), axis=-1)
+  inv_sqrt = jnp.where(keep, 1. / jnp.sqrt(jnp.where(keep, s, 1.)), 0.)
+  proj = jnp.einsum("...i,...ij->...j", dev, u)
+  maha = jnp.sum(jnp.square(proj * inv_sqrt), axis=-1)
+  residual = jnp.sqrt(jnp.sum(jnp.square(jnp.where(keep, 0., proj)), axis=-1))
+  out = -0.5 * (rank * np.log(2 * np.pi) + log_pdet + maha)
+  return jnp.where(residual < 1e3 * eps[..., 0], out, -jnp.inf)
+
+
+def multivariate_normal_pdf(x, mean, cov, allow_singular=None):
+  """Density of N(mean, cov) at `x`: `exp(multivariate_normal_logpdf(...))`.
+
+  >>> multivariate_normal_pdf(jnp.zeros(2), jnp.zeros(2), jnp.eye(2))
+  DeviceArray(0.15915494, dtype=float32)
+  """
+  return _jnp().exp(multivariate_normal_logpdf(x, mean, cov, allow_singular))
+
+
+# ---- pareto ----
+
+def pareto_logpdf(x, b, loc=0., scale=1.):
+  """Log density of the Pareto distribution with shape `b`: `b / z**(b + 1)` for z >= 1.
+
+  Args:
+    x: points; b: shape parameter (> 0); loc, scale: `z = (x - loc) / scale`.
+
+  Returns `log(b / scale) - (b + 1) * log(z)` where z >= 1, else -inf.
+
+  >>> pareto_logpdf(jnp.array([0.5, 2.]), 2.)
+  DeviceArray([      -inf, -1.3862944], dtype=float32)
+  """
+  jnp = _jnp()
+  x, b, loc, scale = _promote_inexact(x, b, loc, scale)
+  z = (x - loc) / scale
+  safe = jnp.where(z >= 1, z, jnp.ones_like(z))
+  val = jnp.log(b) - jnp.log(scale) - (b + 1) * jnp.log(safe)
+  return jnp.where(z >= 1, val, -jnp.inf)
+
+
+def pareto_pdf(x, b, loc=0., scale=1.):
+  """Density of the Pareto distribution: `exp(pareto_logpdf(x, b, loc, scale))`.
+
+  >>> pareto_pdf(jnp.array([0.5, 2.]), 2.)
+  DeviceArray([0.  , 0.25], dtype=float32)
+  """
+  return _jnp().exp(pareto_logpdf(x, b, loc, scale))
 
 
 def dirichlet_logpdf(x, alpha):

@@ -292,3 +292,37 @@ def test_nested_checkpoint():
                            (jax.grad(jax.grad(outer)), jax.grad(jax.grad(plain)))]:
     np.testing.assert_allclose(order_f(0.6), order_p(0.6), rtol=1e-5)
     np.testing.assert_allclose(jax.jit(order_f)(0.6), order_p(0.6), rtol=1e-5)
+
+
+def test_custom_rules_inside_and_2020_partial_eval():
+  @jax.custom_vjp
+  def f(x):
+    return jnp.sin(x)
+  f.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda c, g: (2. * g * c,))
+
+  @jax.custom_jvp
+  def h(x):
+    return jnp.sin(x)
+  h.defjvp(lambda p, t: (jnp.sin(p[0]), 3. * t[0]))
+
+  # custom_vjp's rule runs only while linearizing: the checkpoint hands it the
+  # partial-evaluation trace, and its bwd ends up inside the backward checkpoint.
+  x = 0.5
+  want = 2 * np.cos(np.sin(x)) * 2 * np.cos(x)
+  np.testing.assert_allclose(jax.grad(jax.checkpoint(lambda x: f(f(x))))(x), want, rtol=1e-6)
+  np.testing.assert_allclose(jax.jit(jax.grad(jax.checkpoint(lambda x: f(f(x)))))(x), want,
+                             rtol=1e-6)
+  np.testing.assert_allclose(jax.grad(jax.checkpoint(lambda x: h(h(x))))(x), 9., rtol=1e-6)
+
+  # 2020 partial evaluation: the unknown part becomes one checkpoint equation that
+  # recomputes `sin a` from the known input instead of saving it.
+  from tracejax.interpreters import partial_eval as pe
+  from tracejax._src.core.avals import ShapedArray
+  g = jax.checkpoint(lambda a, b: (jnp.sin(a), jnp.sin(a) * b))
+  jaxpr, pvals, _ = pe.trace_to_jaxpr(
+      g, [pe.PartialVal.known(1.), pe.PartialVal.unknown(ShapedArray((), np.float32))])
+  assert pvals[0].is_known() and not pvals[1].is_known()
+  np.testing.assert_allclose(pvals[0].get_known(), np.sin(1.), rtol=1e-6)
+  (eqn,) = jaxpr.eqns
+  assert eqn.primitive.name == "checkpoint" and eqn.params["differentiated"]
+  assert _count(jaxpr, "sin", inside="checkpoint") == 1

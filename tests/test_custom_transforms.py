@@ -357,3 +357,16 @@ def test_public_names():
   for name in ("custom_transforms", "defjvp", "defjvp_all", "defvjp", "defvjp_all",
                "custom_gradient", "jarrett"):
     assert getattr(api, name) is getattr(tracejax, name)
+
+
+def test_jacobians_and_hessians():
+  x = np.array([0.5, 1.], np.float32)
+  j = jarrett(jnp.tanh)
+  d = 1 / np.cosh(x) ** 2
+  close(tracejax.jacfwd(j)(x), np.diag(d))
+  close(tracejax.jacrev(j)(x), np.diag(d))
+  f = custom_transforms(lambda v: jnp.sum(jnp.sin(v ** 2)))
+  defjvp(f, lambda g, ans, v: jnp.sum(jnp.cos(v ** 2) * 2 * v * g))
+  close(tracejax.hessian(f)(x), np.diag(2 * np.cos(x ** 2) - 4 * x ** 2 * np.sin(x ** 2)), 1e-4)
+  g = custom_gradient(lambda v: (jnp.sum(v ** 3), lambda ct: (ct * 3 * v ** 2,)))
+  close(tracejax.hessian(g)(x), np.diag(6 * x))

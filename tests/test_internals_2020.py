@@ -3,6 +3,7 @@
 `partial_eval.PartialVal` / `trace_to_jaxpr`, `core.unit` / `unitvar`; and
 `check_grads` on complex functions (the autodiff cookbook's convention)."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -393,3 +394,264 @@ def test_check_vjp_float32_tolerance_is_float32s():
     W = rng.standard_normal(3).astype(np.float32)
     b = np.float32(rng.standard_normal())
     check_grads(loss, (W, b), order=2)
+
+
+def test_check_grads_python_float_arguments():
+  # A Python float computes in float32 (x64 off): float32's tolerance applies.
+  check_grads(lambda x: jnp.sin(x) * x ** 2, (1.0,), order=2)
+  check_grads(lambda x, y: jnp.exp(x) * y ** 3, (0.3, 1.7), order=2)
+
+
+# ---- issue 10 item 8: the seeds' defaults and the 2020 messages ----
+
+def test_default_flags_are_the_seeds():
+  code = ("import warnings, tracejax as jax, tracejax.numpy as jnp; from tracejax import random\n"
+          "print(jax.config.jax_threefry_partitionable, jax.config.jax_numpy_rank_promotion)\n"
+          "print(' '.join(repr(float(v)) for v in random.normal(random.PRNGKey(0), (10,))))\n"
+          "with warnings.catch_warnings(record=True) as w:\n"
+          "  warnings.simplefilter('always')\n"
+          "  jnp.ones((2, 3)) + jnp.ones(3)\n"
+          "print(len(w))\n")
+  env = {k: v for k, v in os.environ.items()
+         if k not in ("JAX_THREEFRY_PARTITIONABLE", "JAX_NUMPY_RANK_PROMOTION")}
+  r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                     timeout=120)
+  assert r.returncode == 0, r.stderr
+  flags, values, nwarn = r.stdout.strip().split("\n", 2)
+  assert flags == "False allow"
+  np.testing.assert_allclose(  # the quickstart's numbers (001:L16-21)
+      np.array(values.split(), float),
+      [-0.372111, 0.26423106, -0.18252774, -0.7368198, -0.44030386, -0.15214427,
+       -0.6713536, -0.5908642, 0.73168874, 0.5673025], rtol=2e-6, atol=2e-7)
+  assert nwarn == "0"
+
+
+def test_rank_promotion_warn_once_per_call_site():
+  import warnings
+  old = config.jax_numpy_rank_promotion
+  config.update("jax_numpy_rank_promotion", "warn")
+  try:
+    def f(x, y):
+      return x + y   # one call site, traced for three shapes and run eagerly
+    with warnings.catch_warnings(record=True) as w:
+      warnings.simplefilter("always")
+      for n in (2, 3, 4):
+        jax.jit(f)(np.ones((n, 3)), np.ones(3))
+        f(jnp.ones((n, 3)), jnp.ones(3))
+    msgs = [str(x.message) for x in w if "rank promotion" in str(x.message)]
+    assert len(msgs) == 1 and "add on shapes (2, 3) (3,)" in msgs[0]
+    assert w[0].filename == __file__  # attributed to the user's line
+    with warnings.catch_warnings(record=True) as w:
+      warnings.simplefilter("always")
+      jnp.ones((2, 3)) * jnp.ones(3)   # another call site warns again
+    assert len(w) == 1
+  finally:
+    config.update("jax_numpy_rank_promotion", old)
+
+
+def test_control_flow_messages_are_2020s():
+  with pytest.raises(TypeError, match=re.escape(
+      "true_fun and false_fun output must have identical types, got\n"
+      "ShapedArray(float32[])\nand\nShapedArray(int32[]).")):
+    lax.cond(True, lambda x: x, lambda x: x.astype(jnp.int32), jnp.float32(1))
+  with pytest.raises(TypeError, match=re.escape(
+      "true_fun and false_fun output must have same type structure, got "
+      "PyTreeDef(tuple, [*,*]) and *.")):
+    lax.cond(True, 1.0, lambda x: (x, x), 1.0, lambda x: x)   # the 2020 5-argument form
+  with pytest.raises(TypeError, match=re.escape("scan body output must be a pair, got "
+                                                "ShapedArray(float32[]).")):
+    lax.scan(lambda c, x: c, jnp.float32(0), jnp.ones(3))
+  with pytest.raises(TypeError, match=re.escape(
+      "scan carry output and input must have identical types, got\nShapedArray(int32[])\n"
+      "and\nShapedArray(float32[]).")):
+    lax.scan(lambda c, x: (c.astype(jnp.int32), x), jnp.float32(0), jnp.ones(3))
+  with pytest.raises(TypeError, match=re.escape(
+      "cond_fun must return a boolean scalar, but got output type(s) "
+      "[ShapedArray(bool[2])].")):
+    lax.while_loop(lambda x: x < 1, lambda x: x, jnp.ones(2))
+  with pytest.raises(TypeError, match=re.escape(
+      "cond_fun must return a boolean scalar, but got output type(s) "
+      "[ShapedArray(float32[])].")):
+    lax.while_loop(lambda x: x, lambda x: x, jnp.float32(1))
+  with pytest.raises(TypeError, match="cond_fun must return a boolean scalar, but got pytree"):
+    lax.while_loop(lambda x: (x < 1, x < 2), lambda x: x, jnp.float32(1))
+  with pytest.raises(TypeError, match=re.escape(
+      "body_fun output and input must have identical types, got\nShapedArray(int32[])\n"
+      "and\nShapedArray(float32[]).")):
+    lax.while_loop(lambda x: x < 1, lambda x: x.astype(jnp.int32), jnp.float32(0))
+  with pytest.raises(TypeError, match="must have identical types"):   # fori_loop too
+    jax.jit(lambda n: lax.fori_loop(0, n, lambda i, x: x.astype(jnp.int32), 1.0))(3)
+
+
+# ---- issue 10 item 9: the 2020 internals ----
+
+def test_jax_util_helpers():
+  from tracejax import util
+  add3 = util.partial(lambda x, y: x + y, 3)
+  assert add3(4) == 7 and add3.__name__ == "<lambda>"
+  assert util.curry(lambda x, y, z: x * 100 + y * 10 + z)(1)(2, 3) == 123
+  assert util.safe_map(lambda a, b: a - b, [3, 4], [1, 1]) == [2, 3]
+  with pytest.raises(AssertionError):
+    util.safe_zip([1, 2], [1])
+  assert util.unzip2([(1, "a"), (2, "b")]) == ([1, 2], ["a", "b"])
+  assert util.unzip3([(1, 2, 3)]) == ([1], [2], [3])
+  assert util.prod([2, 3, 4]) == 24 and util.prod([]) == 1
+  assert util.split_list([1, 2, 3, 4, 5], [1, 2]) == [[1], [2, 3], [4, 5]]
+  assert util.concatenate([[1], (2, 3), []]) == [1, 2, 3]
+  assert util.subvals((1, 2, 3), [(1, "b")]) == (1, "b", 3)
+  assert util.split_dict({"a": 1, "b": 2}, ["b", "a"]) == [2, 1]
+  with pytest.raises(ValueError):
+    util.split_dict({"a": 1, "b": 2}, ["a"])
+  t, f, merge = util.split_merge(lambda x: x % 2 == 0, [1, 2, 3, 4])
+  assert (t, f) == ([2, 4], [1, 3]) and merge(["x", "y"], ["p", "q"]) == ["p", "x", "q", "y"]
+  assert util.partition_list([True, False, True], "abc") == (["b"], ["a", "c"]) or \
+      util.partition_list([True, False, True], "abc") == [["b"], ["a", "c"]]
+  assert util.wrap_name("f", "jit") == "jit(f)"
+  assert util.extend_name_stack("jit(f)/", "vmap(g)") == "jit(f)/vmap(g)/"
+  a = [1]
+  assert util.WrapHashably(a) == util.WrapHashably(a) != util.WrapHashably([1])
+  assert hash(util.WrapHashably(a)) == hash(util.WrapHashably(a))
+  assert util.Hashable((1, 2)) == util.Hashable((1, 2)) and len({util.Hashable(3),
+                                                                 util.Hashable(3)}) == 1
+  fns = util.get_module_functions(np)
+  assert fns["sin"] is np.sin and fns["concatenate"] is np.concatenate and "pi" not in fns
+
+
+def test_jax_util_toposort_and_cache():
+  from tracejax import util
+
+  class Node:
+    def __init__(self, name, *parents):
+      self.name, self.parents = name, list(parents)
+  a = Node("a")
+  b = Node("b", a)
+  c = Node("c", a, b)
+  d = Node("d", c, b)
+  order = util.toposort([d])
+  assert [n.name for n in order] == ["a", "b", "c", "d"]
+  util.check_toposort(order)
+  with pytest.raises(AssertionError):
+    util.check_toposort([b, a])
+  a.parents.append(d)  # a cycle
+  with pytest.raises(ValueError, match="cycle"):
+    util.toposort([d])
+
+  calls = []
+
+  @util.cache()
+  def square(x):
+    calls.append(x)
+    return x * x
+  assert square(3) == 9 and square(3) == 9 and calls == [3]
+  from tracejax._src.config import enable_x64
+  with enable_x64():  # the dtype policy is part of the key
+    assert square(3) == 9
+  assert calls == [3, 3]
+
+  @util.memoize
+  def ident(x):
+    calls.append(("m", x))
+    return x
+  ident(1), ident(1)
+  assert calls.count(("m", 1)) == 1
+
+
+def test_abstract_arrays_names():
+  from tracejax import abstract_arrays as aa
+  assert aa.ShapedArray is core.ShapedArray and aa.ConcreteArray is core.ConcreteArray
+  assert aa.make_shaped_array(np.ones((2, 3))) == aa.ShapedArray((2, 3), np.float32)
+  assert aa.abstractify(1.0) == aa.ShapedArray((), np.float32, weak_type=True)
+  assert aa.abstractify(jnp.ones(3, jnp.int32)) == aa.ShapedArray((3,), np.int32)
+  assert aa.raise_to_shaped(aa.ConcreteArray(np.ones(2, np.float32))) == \
+      aa.ShapedArray((2,), np.float32)
+  assert aa.canonicalize_shape([2, np.int64(3)]) == (2, 3)
+  assert np.ndarray in aa.array_types and np.float32 in aa.array_types
+  assert np.int8 in aa.array_types and np.bool_ in aa.array_types
+  u = aa.UnshapedArray(np.float64)
+  assert repr(u) == "UnshapedArray(float32)" and u == aa.UnshapedArray(np.float32)
+  assert hash(u) == hash(aa.UnshapedArray(np.float32)) and u.str_short() == "float32"
+  with pytest.raises(AttributeError, match="no shape"):
+    u.shape
+  z = aa.zeros_like_shaped_array(aa.ShapedArray((2,), np.int32))
+  assert z.dtype == np.int32 and not z.any()
+  np.testing.assert_array_equal(aa.zeros_like_array(np.ones((2, 2))), np.zeros((2, 2)))
+
+
+def test_eval_shape_is_a_2020_shape_dtype_struct():
+  out = jax.eval_shape(lambda x, y: (jnp.dot(x, y), x.sum()), jnp.ones((3, 4)),
+                       jnp.ones((4, 5)))
+  s, t = out
+  assert isinstance(s, jax.ShapeDtypeStruct)
+  assert (s.shape, s.dtype, s.ndim, s.size, len(s)) == ((3, 5), np.float32, 2, 15, 3)
+  assert repr(s) == "ShapeDtypeStruct(shape=(3, 5), dtype=float32)"
+  assert t.shape == () and t.size == 1
+  with pytest.raises(TypeError, match="unsized"):
+    len(t)
+  # A ShapeDtypeStruct stands in for an argument (of eval_shape, jit's lower, ...).
+  assert jax.eval_shape(jnp.sin, s).shape == (3, 5)
+
+
+def test_device_array_delete_and_copy():
+  import copy
+  x = jnp.arange(3.0)
+  y = copy.copy(x)
+  z = copy.deepcopy({"a": x})["a"]
+  w = x.copy()
+  for v in (y, z, w):
+    assert type(v) is type(x) and v is not x
+    np.testing.assert_array_equal(v, [0.0, 1.0, 2.0])
+  assert copy.copy(jnp.asarray(1.0) * 2).weak_type == (jnp.asarray(1.0) * 2).weak_type
+  f = jax.jit(lambda a: a * 2)
+  f(x)
+  assert not x.is_deleted()
+  x.delete()
+  assert x.is_deleted() and x.shape == (3,)
+  msg = re.escape("Array has been deleted with shape=float32[3].")
+  for use in (lambda: print(x), lambda: x + 1, lambda: f(x), lambda: np.asarray(x),
+              lambda: copy.copy(x), lambda: float(x[0]), lambda: jnp.sum(x)):
+    with pytest.raises(RuntimeError, match=msg):
+      use()
+  np.testing.assert_array_equal(y, [0.0, 1.0, 2.0])   # the copies are independent
+
+
+def test_interpreters_xla_and_pxla_names():
+  from tracejax.interpreters import pxla, xla
+  assert xla.DeviceArray is type(jnp.ones(2))
+  assert pxla.ShardedDeviceArray is xla.DeviceArray
+  assert isinstance(jax.pmap(lambda v: v * 2)(np.ones((1, 2))), pxla.ShardedDeviceArray)
+  out = xla.xla_call(lu.wrap_init(lambda x: [x + 1.0]), np.float32(1))
+  assert float(out[0]) == 2.0
+  jaxpr = jax.make_jaxpr(lambda x: xla.xla_call(lambda y: [y * 2], x)[0])(1.0)
+  assert [e.primitive.name for e in jaxpr.jaxpr.eqns] == ["xla_call"]
+  np.testing.assert_allclose(pxla.xla_pmap(lambda x: [x * 2], np.arange(1.0), axis_name="i")[0],
+                             [0.0])
+  assert xla.abstractify(np.ones(3, np.float32)) == core.ShapedArray((3,), np.float32)
+  np.testing.assert_array_equal(xla.device_put(np.arange(3)), [0, 1, 2])
+  # xla.lower_fun: a translation rule that lowers a primitive as a lax function.
+  p = core.Primitive("fma_2020")
+  p.def_impl(lambda x, y: x * y + 1)
+  p.def_abstract_eval(lambda x, y: x)
+  xla.translations[p] = xla.lower_fun(lambda x, y: x * y + 1, multiple_results=False)
+  assert float(jax.jit(lambda a, b: p.bind(a, b))(np.float32(2), np.float32(3))) == 7.0
+  with pytest.raises(TypeError, match="translation rule"):
+    xla.lower_fun(lambda x: x)(None, None)
+
+
+def test_lax_all_to_all_and_pswapaxes():
+  x = np.arange(3 * 3 * 2, dtype=np.float32).reshape(3, 3, 2)
+  y = jax.vmap(lambda v: lax.all_to_all(v, "i", 0, 1), axis_name="i")(x)
+  # member i receives slice i of every member, stacked along the new axis 1
+  np.testing.assert_array_equal(y, np.transpose(x, (1, 2, 0)))
+  z = jax.jit(jax.vmap(lambda v: lax.pswapaxes(v, "i", 0), axis_name="i"))(x)
+  np.testing.assert_array_equal(z, np.swapaxes(x, 0, 1))
+  w = np.arange(18.0, dtype=np.float32).reshape(3, 2, 3)
+  g = jax.grad(lambda a: (jax.vmap(lambda v: lax.all_to_all(v, "i", 0, 1),
+                                   axis_name="i")(a) * w).sum())(x)
+  np.testing.assert_array_equal(g, np.transpose(w, (2, 0, 1)))
+  x2 = np.arange(18.0).reshape(2, 3, 3)
+  nested = jax.vmap(jax.vmap(lambda v: lax.pswapaxes(v, "i", 0), axis_name="j"),
+                    axis_name="i", in_axes=1)(x2)
+  np.testing.assert_array_equal(nested, np.transpose(x2, (2, 0, 1)))
+  with pytest.raises(ValueError, match="split_axis 0 has size 2"):
+    jax.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(np.ones((3, 2)))
+  assert jax.host_ids() == [0] and jax.partial is not None

@@ -42,7 +42,7 @@ X = np.array([0.3, 0.7])
 S = [np.array([1.0, -0.5]), np.array([0.2, 0.1]), np.array([-0.3, 0.4])]
 
 UNARY = {
-    "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan, "exp": jnp.exp, "log": jnp.log,
+    "exp2": jnp.exp2, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan, "exp": jnp.exp, "log": jnp.log,
     "log1p": jnp.log1p, "expm1": jnp.expm1, "tanh": jnp.tanh, "sinh": jnp.sinh,
     "cosh": jnp.cosh, "logistic": lax.logistic, "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt,
     "cbrt": jnp.cbrt, "asin": jnp.arcsin, "acos": jnp.arccos, "atan": jnp.arctan,
@@ -220,3 +220,41 @@ def test_errors():
     jet(jnp.sin, (1.0,), (1.0,))
   with pytest.raises(NotImplementedError, match="Jet rule for 'cumprod'"):
     jet(lax.cumprod, (jnp.ones(3),), ([jnp.ones(3)],))
+
+
+def _unrolled_scan(x):
+  c, ys = x, []
+  for a in (1.0, 2.0, 3.0):
+    ys.append(c * c)
+    c = jnp.sin(c) * a + x
+  return c + sum(ys)
+
+
+def _unrolled_tanh(x):
+  for _ in range(3):
+    x = jnp.tanh(x) * 1.5
+  return x
+
+
+CONTROL_FLOW = {
+    "cond": (lambda x: lax.cond(x > 0, lambda x: jnp.sin(x) * x, lambda x: jnp.cos(x), x),
+             lambda x: jnp.sin(x) * x),
+    "scan": (lambda x: (lambda c, ys: c + ys.sum())(*lax.scan(
+        lambda c, a: (jnp.sin(c) * a + x, c * c), x, jnp.arange(1.0, 4.0))), _unrolled_scan),
+    "while": (lambda x: lax.while_loop(lambda c: c[0] < 3,
+                                       lambda c: (c[0] + 1, jnp.tanh(c[1]) * 1.5, c[2]),
+                                       (0, x, 2.0))[1], _unrolled_tanh),
+    "fori": (lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.tanh(c) * 1.5, x), _unrolled_tanh),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_FLOW))
+def test_control_flow(name, x64):
+  f, unrolled = CONTROL_FLOW[name]
+  series = [jnp.asarray(1.0), jnp.asarray(0.5), jnp.asarray(-0.2)]
+  y, terms = jet(f, (0.4,), (series,))
+  y2, terms2 = jet(unrolled, (0.4,), (series,))
+  np.testing.assert_allclose(y, y2, rtol=1e-12)
+  np.testing.assert_allclose(terms, terms2, rtol=1e-10)
+  want = _repeated_jvp(unrolled, jnp.asarray(0.4), series)
+  np.testing.assert_allclose(terms, want, rtol=1e-10)

@@ -91,8 +91,8 @@ def test_gradient_vmap_and_grads(x64):
   h = np.cumsum(rng.uniform(0.5, 1.5, 5))
   fun = lambda x, c: jnp.gradient(x, c)
   _close(jax.vmap(fun, (0, None))(f, h), np.stack([np.gradient(r, h) for r in f]), 1e-10)
-  check_grads(fun, (f[0], h), order=2)
-  check_grads(lambda x: jnp.gradient(x, 0.3, edge_order=2), (f,), order=1)
+  check_grads(jax.jit(fun), (f[0], h), order=2)
+  check_grads(jax.jit(lambda x: jnp.gradient(x, 0.3, edge_order=2)), (f,), order=1)
 
 
 # ---- vectorize ----
@@ -125,6 +125,14 @@ def test_vectorize_signature_and_outputs():
     jnp.vectorize(jnp.dot, signature="(n)->>()")
   with pytest.raises(TypeError, match="positional arguments"):
     vdot(jnp.ones(3))
+  old = config.jax_numpy_rank_promotion
+  config.update("jax_numpy_rank_promotion", "raise")
+  try:
+    with pytest.raises(ValueError, match="jnp.vectorize"):
+      vdot(a, b)
+    _close(vdot(a, a), np.einsum("ijk,ijk->ij", a, a))  # equal loop ranks are fine
+  finally:
+    config.update("jax_numpy_rank_promotion", old)
 
 
 def test_vectorize_vmap_and_grads(x64):
@@ -132,7 +140,7 @@ def test_vectorize_vmap_and_grads(x64):
   f = jnp.vectorize(lambda v, w: jnp.sum(jnp.sin(v) * w), signature="(n),(n)->()")
   a, b = rng.randn(2, 3, 4), rng.randn(4)
   _close(jax.vmap(f, (0, None))(a, b), np.stack([np.asarray(f(r, b)) for r in a]), 1e-10)
-  check_grads(f, (a[0], b), order=2)
+  check_grads(jax.jit(f), (a[0], b), order=2)
 
 
 # ---- convolve / correlate ----
@@ -165,8 +173,9 @@ def test_convolve_errors_dtypes_vmap_and_grads(x64):
   for f, nf in ((jnp.convolve, np.convolve), (jnp.correlate, np.correlate)):
     _close(jax.vmap(lambda x: f(x, v, "same"))(a), np.stack([nf(r, v, "same") for r in a]),
            1e-10)
-    check_grads(lambda x, y: f(x, y, "full"), (a[0], v), order=2)
-    check_grads(lambda x, y: f(x, y, "valid"), (a[0] + 1j * a[1], v + 0.5j), order=1)
+    check_grads(jax.jit(lambda x, y: f(x, y, "full")), (a[0], v), order=2)
+    check_grads(jax.jit(lambda x, y: f(x, y, "valid")), (a[0] + 1j * a[1], v + 0.5j),
+                order=1)
 
 
 # ---- polynomials ----
@@ -253,10 +262,10 @@ def test_polynomial_vmap_and_grads(x64):
   ps = rng.randn(3, 4)
   _close(jax.vmap(jnp.polyval, (0, None))(ps, x), np.stack([np.polyval(r, x) for r in ps]),
          1e-10)
-  check_grads(jnp.polyval, (p, x), order=2)
-  check_grads(lambda a, b: jnp.polymul(a, b), (p, x), order=1)
-  check_grads(lambda a: jnp.polyint(jnp.polyder(a), k=1.), (p,), order=1)
-  check_grads(lambda a, b: jnp.polydiv(a, b)[0], (p, x[:2] + 3.), order=1)
+  check_grads(jax.jit(jnp.polyval), (p, x), order=2)
+  check_grads(jax.jit(lambda a, b: jnp.polymul(a, b)), (p, x), order=1)
+  check_grads(jax.jit(lambda a: jnp.polyint(jnp.polyder(a), k=1.)), (p,), order=1)
+  check_grads(jax.jit(lambda a, b: jnp.polydiv(a, b)[0]), (p, x[:2] + 3.), order=1)
   ys = rng.randn(2, 3)
   _close(jax.vmap(lambda a: jnp.polyfit(x, a, 1))(ys),
          np.stack([np.polyfit(x, r, 1) for r in ys]), 1e-8)

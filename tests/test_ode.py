@@ -112,3 +112,18 @@ def test_errors():
     odeint(decay, 1, jnp.array([0.0, 1.0]), 1.0)
   with pytest.raises(TypeError, match="callable"):
     odeint(3, 1.0, jnp.array([0.0, 1.0]))
+
+
+def test_pytree_state_grad_under_jit(x64):
+  def osc(y, t, w):
+    return {"x": y["v"], "v": -w ** 2 * y["x"]}
+
+  ts = jnp.array([0.0, 1.0, 2.0])
+  f = lambda y0, w: odeint(osc, y0, ts, w)["x"][-1]
+  gy, gw = jax.jit(jax.grad(f, argnums=(0, 1)))({"x": 1.0, "v": 0.5}, 1.3)
+  # x(T) = x0 cos(w T) + v0 sin(w T) / w
+  w, T = 1.3, 2.0
+  np.testing.assert_allclose(gy["x"], np.cos(w * T), rtol=1e-7)
+  np.testing.assert_allclose(gy["v"], np.sin(w * T) / w, rtol=1e-7)
+  want_w = -T * np.sin(w * T) + 0.5 * (T * np.cos(w * T) / w - np.sin(w * T) / w ** 2)
+  np.testing.assert_allclose(gw, want_w, rtol=1e-7)

@@ -123,9 +123,13 @@ def test_stream_flag_update_takes_effect_at_once(stream):
   np.testing.assert_array_equal(a, [[1797259609, 2579123966], [928981903, 3453687069]])
 
 
-@pytest.mark.parametrize("value,expected", [("0", 4146024105), ("1", 1797259609)])
+@pytest.mark.parametrize("value,expected", [("0", 4146024105), ("1", 1797259609),
+                                            (None, 4146024105)])
 def test_stream_flag_environment_variable(value, expected):
-  env = dict(os.environ, JAX_THREEFRY_PARTITIONABLE=value)
+  # Unset: the 2020 stream of the seeds is the default (issue 10 item 8).
+  env = {k: v for k, v in os.environ.items() if k != "JAX_THREEFRY_PARTITIONABLE"}
+  if value is not None:
+    env["JAX_THREEFRY_PARTITIONABLE"] = value
   code = ("import tracejax as jax; from tracejax import random; "
           "print(jax.config.jax_threefry_partitionable, "
           "int(random.split(random.PRNGKey(0))[0, 0]))")

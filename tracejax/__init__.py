@@ -33,6 +33,7 @@ from tracejax._src.api import (
     eval_shape as eval_shape,
     host_count as host_count,
     host_id as host_id,
+    host_ids as host_ids,
     local_device_count as local_device_count,
     local_devices as local_devices,
     make_jaxpr as make_jaxpr,
@@ -80,6 +81,8 @@ from tracejax._src.xla_computation import (
     soft_pmap as soft_pmap,
     xla_computation as xla_computation,
 )
+# 2020 experimental shape polymorphism (`jax.mask`, `jax.shapecheck`).
+from tracejax._src.experimental.masking import mask as mask, shapecheck as shapecheck
 # ---- end of transformations ----
 
 # ---- pytrees (2020 code calls them as jax.tree_map & co.) ----
@@ -91,7 +94,11 @@ from tracejax._src.tree_util import (
     tree_structure as tree_structure,
     tree_transpose as tree_transpose,
     tree_unflatten as tree_unflatten,
+    treedef_is_leaf as treedef_is_leaf,
 )
+# 2020 code called `jax.partial(jax.jit, static_argnums=...)` (0.1.62's namespace
+# carried jax.util.partial along).
+from tracejax._src.util import partial as partial
 
 # ---- submodules imported eagerly (cheap, and used by nearly every program) ----
 from tracejax import dtypes as dtypes

@@ -16,6 +16,7 @@ from tracejax._src.api import (
     hessian as hessian,
     host_count as host_count,
     host_id as host_id,
+    host_ids as host_ids,
     jacfwd as jacfwd,
     jacobian as jacobian,
     jacrev as jacrev,
@@ -53,3 +54,4 @@ from tracejax._src.xla_computation import (
     xla_computation as xla_computation,
 )
 from tracejax._src.runtime.array import Array as Array, DeviceArray as DeviceArray
+from tracejax._src.experimental.masking import mask as mask, shapecheck as shapecheck

@@ -1,4 +1,5 @@
-"""Public pytree utilities (see `tracejax._src.tree_util`)."""
+"""Public pytree utilities (see `tracejax._src.tree_util` and
+`tracejax._src.tree_util_ext`)."""
 
 # flake8: noqa: F401
 from tracejax._src.tree_util import (
@@ -32,4 +33,16 @@ from tracejax._src.tree_util import (
     DictKey as DictKey,
     GetAttrKey as GetAttrKey,
     FlattenedIndexKey as FlattenedIndexKey,
+    KeyEntry as KeyEntry,
+    KeyPath as KeyPath,
+)
+from tracejax._src.tree_util_ext import (
+    default_registry as default_registry,
+    flatten_one_level as flatten_one_level,
+    flatten_one_level_with_keys as flatten_one_level_with_keys,
+    is_tree_node as is_tree_node,
+    register_dataclass as register_dataclass,
+    register_static as register_static,
+    tree_broadcast as tree_broadcast,
+    tree_reduce_associative as tree_reduce_associative,
 )

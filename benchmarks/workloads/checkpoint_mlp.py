@@ -42,14 +42,14 @@ REQUIRED = ("jax.jit", "jax.grad", "jax.checkpoint", "jax.device_put", "jnp.dot"
             "jnp.mean")
 
 
-def _temp_kib(ctx, fn, args):
+def _temp_kib(fn, args):
   """XLA's temp buffer size (KiB) of `fn` compiled for `args`."""
-  compiled = fn.lower(*args).compile()
+  lowered = fn.lower(*args)
+  compiled = lowered.compile()
   if hasattr(compiled, "memory_analysis"):
     stats = compiled.memory_analysis()
   else:  # tracejax: the executable's stats, as jaxlib reports them
     from tracejax._src.runtime import backend
-    lowered = fn.lower(*args)
     exe = backend.compile(lowered.as_text(), [v.aval for v in lowered.jaxpr.outvars])
     stats = exe.exe.get_compiled_memory_stats()
   return stats.temp_size_in_bytes / 1024
@@ -67,7 +67,7 @@ def setup(ctx):
     ctx.block(remat(params, x))
     ctx.block(plain(params, x))
   ctx.check(remat(params, x))
-  mem = (_temp_kib(ctx, remat, (params, x)), _temp_kib(ctx, plain, (params, x)))
+  mem = (_temp_kib(remat, (params, x)), _temp_kib(plain, (params, x)))
   return remat, plain, params, x, mem
 
 

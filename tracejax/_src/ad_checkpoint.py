@@ -23,12 +23,15 @@ name that says nothing to a reader). We print `checkpoint` with the modern param
 import functools
 import types
 
-from tracejax._src import tree_util
+import numpy as np
+
+from tracejax._src import dispatch, tree_util
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
 from tracejax._src.interpreters import ad, batching, lowering, staging
 from tracejax._src.interpreters.lowering import hlo
+from tracejax._src.runtime.array import Array
 
 
 # =============================================================================
@@ -183,7 +186,10 @@ checkpoint_p.multiple_results = True
 def _checkpoint_impl(*args, jaxpr, prevent_cse, differentiated, policy):
   # Eagerly, op by op (as JAX does): nothing is saved across calls anyway, and a
   # per-jaxpr executable cache would grow with every call (each call traces afresh).
-  return ir.eval_jaxpr(jaxpr, [], *args)
+  outs = ir.eval_jaxpr(jaxpr, [], *args)
+  # An input passed straight through, or a literal output, comes back as an Array too.
+  return [x if isinstance(x, (Array, Tracer)) else dispatch.to_buffer(x, v.aval)
+          for x, v in zip(outs, jaxpr.outvars)]
 
 
 checkpoint_p.def_impl(_checkpoint_impl)
@@ -409,9 +415,10 @@ batching._axis_rules.add(checkpoint_p)  # the rule needs the axis size and name
 def _checkpoint_lowering(ctx, *args, jaxpr, prevent_cse, differentiated, policy):
   args = list(args)
   if prevent_cse and differentiated and args:
-    # The recomputation reads its inputs through a barrier, so XLA cannot see that it
-    # repeats forward-pass work and merge the two (which would save the residuals
-    # after all, undoing the rematerialization).
+    # The recomputation reads its inputs through a barrier, so XLA's CSE cannot see
+    # that it repeats forward-pass work and merge the two (which would keep the
+    # residuals alive after all). This is JAX's lowering; XLA:CPU (jaxlib 0.10.2) was
+    # seen to merge the matmuls anyway, for JAX's program and ours alike.
     args = list(hlo.OptimizationBarrierOp(args).results)
   return lowering.jaxpr_subcomp(ctx.module_context, jaxpr, [], args)
 
@@ -504,8 +511,9 @@ def checkpoint(fun=None, concrete=False, *, prevent_cse=True, policy=None,
         "static_argnums instead, e.g. jax.checkpoint(f, static_argnums=(1,)).")
   if policy is not None and not callable(policy):
     raise TypeError(f"checkpoint: policy must be None or callable, got {policy!r}")
-  if not isinstance(prevent_cse, bool):
+  if not isinstance(prevent_cse, (bool, np.bool_)):
     raise TypeError(f"checkpoint: prevent_cse must be a bool, got {prevent_cse!r}")
+  prevent_cse = bool(prevent_cse)
   static_argnums = _normalize_static_argnums(static_argnums)
   if fun is None:
     return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,

@@ -152,6 +152,15 @@ def process_count():
 host_id, host_count = process_index, process_count
 
 
+def host_ids(backend_name=None):
+  """The ids of every host (process) taking part: `[0]` in a single process (2020 API).
+
+  >>> host_ids()
+  [0]
+  """
+  return list(range(process_count()))
+
+
 def device_put(x, device=None):
   """Transfer a pytree of arrays to `device` (default: the first device)."""
   from tracejax._src.runtime.array import from_numpy

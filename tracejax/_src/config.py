@@ -120,6 +120,12 @@ config.define("tracejax_cache_dir", "", env="TRACEJAX_CACHE_DIR",
               help="Directory of the on-disk compilation cache.")
 config.define("tracejax_num_cpu_devices", 0, env="TRACEJAX_NUM_CPU_DEVICES",
               help="Number of CPU devices (0: from XLA_FLAGS, else 1).")
+# Compile logging: tracing, lowering and XLA compile times go to loggers under `jax`
+# at WARNING level when on, DEBUG otherwise (as in JAX).
+config.define("jax_log_compiles", False,
+              help="Log each jit trace, lowering and XLA compilation at WARNING level.")
+config.define("jax_explain_cache_misses", False,
+              help="Log why each jit tracing-cache miss happened (WARNING level).")
 
 
 def enable_x64(new_val=True):
@@ -138,3 +144,31 @@ def debug_nans(new_val=True):
 
 def numpy_rank_promotion(value):
   return config._override("jax_numpy_rank_promotion", value)
+
+
+def log_compiles(new_val=True):
+  """Context manager (or decorator) that sets `jax_log_compiles` for its body.
+
+  Args:
+    new_val: the value of the flag inside the block (default True).
+
+  Each jit trace, lowering and XLA compilation is then logged at WARNING level
+  to loggers under `jax` ("Finished tracing f for jit in ... sec", "Compiling
+  jit(f) ...", "Finished XLA compilation of jit(f) in ... sec").
+
+  >>> with log_compiles():
+  ...   pass
+  """
+  return config._override("jax_log_compiles", bool(new_val))
+
+
+def explain_cache_misses(new_val=True):
+  """Context manager that sets `jax_explain_cache_misses` for its body.
+
+  Args:
+    new_val: the value of the flag inside the block (default True).
+
+  >>> with explain_cache_misses():
+  ...   pass
+  """
+  return config._override("jax_explain_cache_misses", bool(new_val))

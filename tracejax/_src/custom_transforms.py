@@ -471,7 +471,7 @@ def jarrett(fun):
 
   >>> f = jarrett(lambda x: jnp.sin(jnp.cos(x)))
   >>> grad(lambda x: jnp.sum(f(x)))(jnp.ones(2))   # -cos(cos(1)) * sin(1)
-  DeviceArray([-0.7216061, -0.7216061], dtype=float32)
+  DeviceArray([-0.72160614, -0.72160614], dtype=float32)
   """
   new_fun = custom_transforms(fun)
 

@@ -9,11 +9,13 @@ runs the executable without entering Python; any other call reaches
 the traced jaxpr is bound as the `xla_call` primitive so the outer trace sees
 one call equation, as the seeds print it; `inline=True` jits (the jnp ufuncs)
 instead join the outer jaxpr. Static arguments and donation keep to the Python
-path.
+path. The ahead-of-time stages (`.trace()`, `.lower()`, `.compile()`) and the
+compile logging are `stages.py`; this module constructs them.
 """
 import collections
 import functools
 import inspect
+import time
 import warnings
 import weakref
 
@@ -26,7 +28,7 @@ from tracejax._src.core import ir
 from tracejax._src.core import trace as _trace_mod
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, eval_trace
 from tracejax._src.core.trace import _ctx as _trace_ctx
-from tracejax._src import dispatch
+from tracejax._src import dispatch, stages
 from tracejax._src.interpreters import lowering, staging
 from tracejax._src.runtime import backend
 from tracejax._src.runtime.array import Array
@@ -72,9 +74,9 @@ lowering.register_lowering(xla_call_p, _xla_call_lowering)
 
 
 def _compile_jaxpr(jaxpr, name, donated=None):
-  text, _ = lowering.lower_jaxpr(jaxpr, name=f"jit_{name}", donated=donated)
+  text = stages.lower_jaxpr(jaxpr, name, donated)
   out_avals = [v.aval for v in jaxpr.outvars]
-  exe = backend.compile(text, out_avals)
+  exe = backend.compile(text, out_avals, name=name)
   return dispatch._Compiled(exe, out_avals)
 
 
@@ -255,7 +257,9 @@ class Jitted:
       out_store.append(out_tree)
       return leaves
 
+    t0 = time.perf_counter()
     jaxpr, consts = staging.trace_to_jaxpr(flat_fun, in_avals)
+    stages.log_traced(self._name, time.perf_counter() - t0)
     if config.jax_enable_checks:
       ir.check_jaxpr(jaxpr)
     return jaxpr, consts, out_store[0]
@@ -270,7 +274,11 @@ class Jitted:
     return flags
 
   def _compile(self, key, in_tree, in_avals, svals, dyn, dkw):
-    jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)
+    aot = self._cache.pop(("aot", key), None)  # traced by `.trace()`/`.lower()` already
+    if aot is not None:
+      jaxpr, consts, out_tree = aot
+    else:
+      jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)
     e = _Entry()
     e.jaxpr, e.consts, e.out_tree = jaxpr, consts, out_tree
     if any(isinstance(c, Tracer) for c in consts):
@@ -312,6 +320,8 @@ class Jitted:
     key = (in_tree, skey, in_avals, tuple([getattr(config, f) for f in _TRACE_FLAGS]))
     e = self._cache.get(key)
     if e is None:
+      if config.jax_explain_cache_misses:
+        self._explain_miss(key, args, dyn, dkw, svals)
       e = self._compile(key, in_tree, in_avals, svals, dyn, dkw)
       if not hasattr(e, "exe"):
         return self._call_traced(leaves, in_tree, skey, svals, e), None, 0
@@ -339,82 +349,77 @@ class Jitted:
                            device=self.device, backend=self.backend)
     return tree_util.tree_unflatten(entry.out_tree, outs)
 
-  # -- ahead-of-time stages --
+  # -- ahead-of-time stages (stages.py) --
 
-  def lower(self, *args, **kwargs):
-    """Trace and lower for these arguments; returns a `Lowered` (`.as_text()`, `.compile()`)."""
-    dyn, dkw, skey, svals = self._split(args, kwargs)
-    leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
-    in_avals = tuple(avals_mod.raise_to_shaped(_arg_aval(x, self.fun, i))
-                     for i, x in enumerate(leaves))
-    jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)
-    text, _ = lowering.lower_jaxpr(jaxpr, name=f"jit_{self._name}",
-                                   donated=self._donated(dyn, dkw))
-    return Lowered(self, text, jaxpr, consts, in_tree, out_tree, in_avals)
+  def _dyn_positions(self, nargs, svals):
+    static = {k for k, _ in (svals or ()) if isinstance(k, int)}
+    return [i for i in range(nargs) if i not in static]
 
-  def eval_shape(self, *args, **kwargs):
-    return self.lower(*args, **kwargs).out_info
+  def _explain_miss(self, key, args, dyn, dkw, svals):
+    seen = [k for k in self._cache if type(k) is tuple and len(k) == 4 and
+            not isinstance(k[0], str)]
+    names = lambda: stages.leaf_names(self._sig, self._dyn_positions(len(args), svals), dyn,
+                                      dkw)
+    stages.explain_cache_miss(self.fun, self._name, key, seen, _TRACE_FLAGS, names)
 
   def trace(self, *args, **kwargs):
-    return self.lower(*args, **kwargs)
+    """Trace for these arguments (arrays, `ShapeDtypeStruct`s, static values); returns a
+    `stages.Traced` (`.jaxpr`, `.out_info`, `.args_info`, `.lower()`).
+
+    Reuses the tracing cache: a signature already called is not traced again, and a
+    later call with this signature does not trace again.
+    """
+    dyn, dkw, skey, svals = self._split(args, kwargs)
+    leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
+    in_avals = tuple([_arg_aval(x, self.fun, i) for i, x in enumerate(leaves)])
+    key = (in_tree, skey, in_avals, tuple([getattr(config, f) for f in _TRACE_FLAGS]))
+    e = self._cache.get(key)
+    if e is not None:
+      jaxpr, consts, out_tree = e.jaxpr, e.consts, e.out_tree
+    else:
+      aot = self._cache.get(("aot", key))
+      if aot is None:
+        if config.jax_explain_cache_misses:
+          self._explain_miss(key, args, dyn, dkw, svals)
+        aot = self._trace(in_tree, tuple(map(avals_mod.raise_to_shaped, in_avals)), svals)
+        if not any(isinstance(c, Tracer) for c in aot[1]) and not self.inline:
+          self._cache[("aot", key)] = aot
+      jaxpr, consts, out_tree = aot
+    names = stages.leaf_names(self._sig, self._dyn_positions(len(args), svals), dyn, dkw)
+    info = stages._StageInfo(self._name, in_tree, out_tree, in_avals,
+                             [v.aval for v in jaxpr.outvars], self._donated(dyn, dkw), names,
+                             self.donate_argnums)
+    return stages.Traced(ir.ClosedJaxpr(jaxpr, consts), info)
+
+  def lower(self, *args, **kwargs):
+    """Trace and lower for these arguments; returns a `stages.Lowered`
+    (`.as_text()`, `.compile()`, `.cost_analysis()`)."""
+    return self.trace(*args, **kwargs).lower()
+
+  def eval_shape(self, *args, **kwargs):
+    return self.trace(*args, **kwargs).out_info
 
   def clear_cache(self):
     self._cache.clear()
 
 
-class Lowered:
-  """A jitted function lowered to StableHLO for one argument signature."""
+def clear_caches():
+  """Clear every tracing, lowering and compilation cache held in this process.
 
-  def __init__(self, jitted, text, jaxpr, consts, in_tree, out_tree, in_avals):
-    self._jitted, self._text, self.jaxpr, self.consts = jitted, text, jaxpr, consts
-    self.in_tree, self.out_tree, self.in_avals = in_tree, out_tree, in_avals
+  Each jitted function traces and compiles again on its next call (the on-disk
+  compilation cache, if enabled, still spares the XLA compile).
 
-  @property
-  def out_info(self):
-    from tracejax._src.api import ShapeDtypeStruct
-    return tree_util.tree_unflatten(
-        self.out_tree, [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in self.jaxpr.outvars])
-
-  def as_text(self, dialect=None):
-    """The StableHLO module as MLIR text."""
-    return self._text
-
-  def compiler_ir(self, dialect=None):
-    return backend.parse_module(self._text)
-
-  def compile(self):
-    out_avals = [v.aval for v in self.jaxpr.outvars]
-    exe = backend.compile(self._text, out_avals)
-    return Compiled(exe, out_avals, self.consts, self.in_tree, self.out_tree, self.in_avals)
-
-
-class Compiled:
-  """An executable for one argument signature; call it with matching arguments."""
-
-  def __init__(self, exe, out_avals, consts, in_tree, out_tree, in_avals):
-    self._exe, self._out_avals, self._in_tree = exe, out_avals, in_tree
-    self._out_tree, self._in_avals = out_tree, in_avals
-    self._const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c)) for c in consts]
-
-  def as_text(self):
-    return self._exe.exe.get_hlo_text() if hasattr(self._exe.exe, "get_hlo_text") else ""
-
-  def cost_analysis(self):
-    return self._exe.exe.cost_analysis()
-
-  def __call__(self, *args, **kwargs):
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-    if in_tree != self._in_tree:
-      raise TypeError(f"Compiled function called with argument structure {in_tree}, "
-                      f"but it was compiled for {self._in_tree}.")
-    avals = [avals_mod.get_aval(x) for x in leaves]
-    for i, (a, b) in enumerate(zip(avals, self._in_avals)):
-      if a.shape != b.shape or a.dtype != b.dtype:
-        raise TypeError(f"Compiled function argument {i} has type {a.str_short()}, but it "
-                        f"was compiled for {b.str_short()}.")
-    bufs = self._const_bufs + [dispatch.to_buffer(x, a) for x, a in zip(leaves, self._in_avals)]
-    outs = self._exe.execute(bufs)
-    return tree_util.tree_unflatten(self._out_tree, outs)
+  >>> from tracejax import jit
+  >>> f = jit(lambda x: x + 1)
+  >>> _ = f(1.0)
+  >>> clear_caches()   # the next f(1.0) traces again
+  """
+  for per_fun in list(_shared_caches.values()):
+    for cache in per_fun.values():
+      cache.clear()  # in place: every Jitted holds its cache dict
+  _call_exes.clear()
+  dispatch.clear_cache()
+  backend.clear_caches()
 
 
 def _normalize_argnums(argnums, name):
@@ -490,6 +495,8 @@ def _install_cpp_jit_methods():
 
 
 _install_cpp_jit_methods()
+stages.Wrapped.register(backend.PjitFunction)
+stages.Wrapped.register(Jitted)
 tree_util.add_registration_hook(backend.pytree_registry.register_node)
 
 

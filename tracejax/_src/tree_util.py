@@ -22,8 +22,10 @@ compares node types by identity and aux data with `==`.
 """
 import collections
 import dataclasses
+import difflib
 import functools
 import operator
+import typing
 
 __all__ = [
     "PyTreeDef", "Partial",
@@ -35,6 +37,7 @@ __all__ = [
     "register_pytree_with_keys", "register_pytree_with_keys_class",
     "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path",
     "keystr", "SequenceKey", "DictKey", "GetAttrKey", "FlattenedIndexKey",
+    "KeyEntry", "KeyPath",
 ]
 
 _NoneType = type(None)
@@ -69,6 +72,9 @@ _kind_get = _kind_cache.get
 _registry = {}
 
 _NONE_NODE = (_NoneType, None, ())
+
+# Types registered by `register_dataclass` (only their error wording differs).
+_dataclass_nodes = set()
 
 
 def _classify(t):
@@ -261,7 +267,26 @@ def _repr_node(node):
 
 
 class _Mismatch(Exception):
-  """Internal: a structure mismatch found by `flatten_up_to`."""
+  """Internal: a structure mismatch found by `flatten_up_to`.
+
+  Carries two renderings of the same mismatch: `args[0]` in the wording of
+  today's jaxlib (what `PyTreeDef.flatten_up_to` raises) and `legacy` in the
+  wording of the 2020 jaxlib, which `tree_map` appends to its message so that
+  programs matching either wording keep working.
+  """
+
+  def __init__(self, message, legacy=None):
+    super().__init__(message)
+    self.legacy = message if legacy is None else legacy
+
+
+_NONE_PREFIX_HINT = (
+    "\n\nIn previous releases of JAX, flatten-up-to used to consider None to be "
+    "a tree-prefix of non-None values. To obtain the previous behavior, you can "
+    "usually write:\n  jax.tree.map(lambda x, y: None if x is None else f(x, y), "
+    "a, b, is_leaf=lambda x: x is None)")
+
+_BUILTIN_NAMES = {_K_TUPLE: "tuple", _K_LIST: "list", _K_DICT: "dict"}
 
 
 def _node_children(x, k, t):
@@ -283,6 +308,14 @@ def _node_children(x, k, t):
   return aux, list(children)
 
 
+def _aux_differs(a, b):
+  """`a != b` for aux data, treating a failing comparison as a difference."""
+  try:
+    return bool(a != b)
+  except Exception:  # e.g. arrays in aux data: ambiguous truth value
+    return a is not b
+
+
 def _flatten_up_to(node, x, out):
   """Appends to `out` the subtrees of `x` found at the leaves of `node`."""
   if node is None:
@@ -293,7 +326,8 @@ def _flatten_up_to(node, x, out):
   xt = type(x)
   if k == _K_NONE:
     if x is not None:
-      raise _Mismatch(f"Expected None, got {x!r}.")
+      raise _Mismatch(f"Expected None, got {x!r}.{_NONE_PREFIX_HINT}",
+                      f"Expected None, got {x!r}.")
     return
   if k == _K_NAMEDTUPLE:
     if _kind_of(xt) != _K_NAMEDTUPLE:
@@ -302,8 +336,12 @@ def _flatten_up_to(node, x, out):
       raise _Mismatch(
           f"Named tuple type mismatch: expected type: {t!r}, tuple: {x!r}.")
   elif xt is not t:
+    legacy = f"Custom node type mismatch; expected type: {t!r}; value: {x!r}."
+    if k in _BUILTIN_NAMES:
+      raise _Mismatch(f"Expected {_BUILTIN_NAMES[k]}, got {x!r}.", legacy)
     raise _Mismatch(
-        f"Custom node type mismatch; expected type: {t!r}; value: {x!r}.")
+        f"Custom node type mismatch: expected type: {t!r}, value: {x!r}.",
+        legacy)
   x_aux, x_children = _node_children(x, k, t)
   if k == _K_TUPLE or k == _K_LIST or k == _K_NAMEDTUPLE:
     if len(x_children) != len(children):
@@ -312,20 +350,30 @@ def _flatten_up_to(node, x, out):
       noun = "list" if k == _K_LIST else "tuple"
       raise _Mismatch(f"{what} arity mismatch: {len(x_children)} != "
                       f"{len(children)}; {noun}: {x!r}.")
-  elif k == _K_DICT or k == _K_DEFAULTDICT or k == _K_ORDEREDDICT:
-    # A defaultdict's default_factory is not part of what must match here.
-    keys = aux[1] if k == _K_DEFAULTDICT else aux
-    if (x_aux[1] if k == _K_DEFAULTDICT else x_aux) != keys:
-      what = "Dict key" if k == _K_DICT else f"{t.__name__} key"
+  elif k == _K_DICT:
+    if x_aux != aux:
       raise _Mismatch(
-          f"{what} mismatch; expected keys: {list(keys)!r}; dict: {x!r}.")
+          f"Dict key mismatch; expected keys: {list(aux)!r}; "
+          f"present keys: {list(x_aux)!r}.",
+          f"Dict key mismatch; expected keys: {list(aux)!r}; dict: {x!r}.")
   else:
+    # OrderedDict, defaultdict and custom nodes: aux data first, then arity
+    # (the order today's jaxlib checks them in).
+    if _aux_differs(aux, x_aux):
+      what = "custom dataclass" if t in _dataclass_nodes else "custom"
+      modern = (f"Mismatch {what} node data: {aux!r} != {x_aux!r}; "
+                f"value: {x!r}.")
+      if k == _K_ORDEREDDICT or (k == _K_DEFAULTDICT and aux[1] != x_aux[1]):
+        keys = aux[1] if k == _K_DEFAULTDICT else aux
+        legacy = (f"{t.__name__} key mismatch; expected keys: {list(keys)!r}; "
+                  f"dict: {x!r}.")
+      else:
+        legacy = (f"Mismatch custom node data: {x_aux!r} != {aux!r}; "
+                  f"value: {x!r}.")
+      raise _Mismatch(modern, legacy)
     if len(x_children) != len(children):
       raise _Mismatch(f"Custom type arity mismatch: {len(x_children)} != "
                       f"{len(children)}; value: {x!r}.")
-    if x_aux != aux:
-      raise _Mismatch(
-          f"Mismatch custom node data: {x_aux!r} != {aux!r}; value: {x!r}.")
   for c, xc in zip(children, x_children):
     _flatten_up_to(c, xc, out)
 
@@ -387,10 +435,79 @@ class PyTreeDef:
     return [PyTreeDef(c) for c in self._node[2]]
 
   def node_data(self):
-    """`(node_type, aux_data)` of the root node, or None for a leaf."""
-    if self._node is None:
+    """`(node_type, aux_data)` of the root node, or None for a leaf.
+
+    A dict's aux data is its list of (sorted) keys, as in JAX.
+
+    Example:
+      >>> tree_structure({"b": 1, "a": 2}).node_data()
+      (<class 'dict'>, ['a', 'b'])
+    """
+    node = self._node
+    if node is None:
       return None
-    return self._node[0], self._node[1]
+    if node[0] is dict:
+      return dict, list(node[1])
+    return node[0], node[1]
+
+  @staticmethod
+  def from_node_data_and_children(registry, node_data, children):
+    """Builds a treedef from a root's `node_data()` and its children treedefs.
+
+    The inverse of `node_data()`/`children()`.  `registry` is accepted for
+    JAX compatibility (tracejax has a single registry, `default_registry`).
+    A `node_data` of None gives a leaf.
+
+    Example:
+      >>> td = tree_structure({"a": (1, 2)})
+      >>> PyTreeDef.from_node_data_and_children(
+      ...     default_registry, td.node_data(), td.children()) == td
+      True
+    """
+    del registry  # one registry only
+    if node_data is None:
+      return PyTreeDef(None, 1)
+    t, aux = node_data
+    children = list(children)
+    if not isinstance(t, type) or _kind_of(t) == _K_LEAF:
+      raise ValueError(f"from_node_data_and_children: {t!r} is not a pytree "
+                       "node type.")
+    if _kind_of(t) == _K_DICT:
+      aux = tuple(aux)
+    for c in children:
+      if not isinstance(c, PyTreeDef):
+        raise TypeError("from_node_data_and_children: children must be "
+                        f"PyTreeDefs, got {c!r}.")
+    return PyTreeDef((t, aux, tuple([c._node for c in children])),
+                     sum(c.num_leaves for c in children))
+
+  def walk(self, f_node, f_leaf, leaves):
+    """Folds this structure bottom-up over `leaves`.
+
+    Each leaf position becomes `f_leaf(leaf)` (the leaf itself when `f_leaf`
+    is None); each node becomes `f_node(tuple_of_child_results, aux_data)`,
+    with `aux_data` as in `node_data()`.
+
+    Example:
+      >>> tree_structure([1, (2, 3)]).walk(lambda xs, _: sum(xs), None,
+      ...                                  [1, 2, 3])
+      6
+    """
+    it = iter(leaves)
+
+    def go(node):
+      if node is None:
+        x = next(it)
+        return x if f_leaf is None else f_leaf(x)
+      t, aux, children = node
+      vals = tuple([go(c) for c in children])
+      return f_node(vals, list(aux) if t is dict else aux)
+
+    try:
+      return go(self._node)
+    except StopIteration:
+      raise ValueError(f"Too few leaves for PyTreeDef; expected "
+                       f"{self.num_leaves}.") from None
 
   def unflatten(self, leaves):
     """Rebuilds a pytree with this structure from an iterable of leaves."""
@@ -411,15 +528,17 @@ class PyTreeDef:
 
     `tree` must have this structure, except that each leaf position may hold
     an arbitrary subtree; those subtrees are returned in leaf order.  Raises
-    ValueError naming both structures if `tree` does not match.
+    ValueError describing the first mismatch if `tree` does not match.
+
+    Example:
+      >>> tree_structure((1, [2, 3])).flatten_up_to(((1, 2), [None, {"a": 3}]))
+      [(1, 2), None, {'a': 3}]
     """
     out = []
     try:
       _flatten_up_to(self._node, tree, out)
     except _Mismatch as e:
-      raise ValueError(
-          f"{e}\n  expected tree structure: {self}\n"
-          f"  actual tree structure:   {tree_structure(tree)}") from None
+      raise ValueError(str(e)) from None
     return out
 
   def compose(self, inner):
@@ -482,17 +601,52 @@ _new_treedef = object.__new__
 # Tree operations.
 # ---------------------------------------------------------------------------
 
+def _flatten_rest_up_to(treedef, tree, rest, is_leaf, name):
+  """`treedef.flatten_up_to(r)` for each r in `rest`, with JAX's errors.
+
+  On a mismatch the ValueError first locates it by key path in the wording
+  of today's JAX ("pytree structure error: ... at key path\n    {name}[0]
+  ..."), then repeats it in the 2020 wording together with both structures.
+  """
+  out = []
+  for r in rest:
+    subtrees = []
+    try:
+      _flatten_up_to(treedef._node, r, subtrees)
+    except _Mismatch as e:
+      located = _prefix_error(tree, r, is_leaf, name)
+      head = str(e) if located is None else located
+      raise ValueError(
+          f"{head}\n{e.legacy}\n  expected tree structure: {treedef}\n"
+          f"  actual tree structure:   {tree_structure(r)}") from None
+    out.append(subtrees)
+  return out
+
+
 def tree_map(f, tree, *rest, is_leaf=None):
   """Maps `f` over the leaves of `tree` (and the matching leaves of `rest`).
 
-  Each tree in `rest` must have the structure of `tree`, or one in which
-  leaves of `tree` correspond to whole subtrees; those subtrees are passed to
-  `f` unchanged.  Raises ValueError on a structure mismatch.
+  Args:
+    f: function of `1 + len(rest)` arguments, called once per leaf.
+    tree: the pytree whose structure the result has.
+    *rest: pytrees with the structure of `tree`, or one in which leaves of
+      `tree` correspond to whole subtrees (passed to `f` unchanged).
+    is_leaf: optional predicate marking subtrees of `tree` as leaves.
+
+  Returns:
+    A pytree like `tree` holding `f(leaf, *matching_rest_leaves)`.  A
+    structure mismatch raises ValueError naming its key path.
+
+  Example:
+    >>> tree_map(lambda x, y: x + y, {"a": 1, "b": (2, 3)},
+    ...          {"a": 10, "b": (20, 30)})
+    {'a': 11, 'b': (22, 33)}
   """
   leaves, treedef = tree_flatten(tree, is_leaf)
   if not rest:
     return treedef.unflatten([f(x) for x in leaves])
-  all_leaves_ = [leaves] + [treedef.flatten_up_to(r) for r in rest]
+  all_leaves_ = [leaves] + _flatten_rest_up_to(treedef, tree, rest, is_leaf,
+                                               "tree_map tree")
   return treedef.unflatten([f(*xs) for xs in zip(*all_leaves_)])
 
 
@@ -586,11 +740,19 @@ def all_leaves(iterable, is_leaf=None):
 
 def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
   """Leaves of `prefix_tree`, each repeated once per leaf of its subtree in
-  `full_tree`."""
+  `full_tree`.
+
+  Example:
+    >>> broadcast_prefix((0, None), ([1, 2], {"a": 3}),
+    ...                  is_leaf=lambda x: x is None)
+    [0, 0, None]
+  """
+  leaves, treedef = tree_flatten(prefix_tree, is_leaf)
+  subtrees, = _flatten_rest_up_to(treedef, prefix_tree, (full_tree,), is_leaf,
+                                  "broadcast_prefix prefix_tree")
   result = []
-  def add_leaves(x, subtree):
-    result.extend([x] * tree_structure(subtree).num_leaves)
-  tree_map(add_leaves, prefix_tree, full_tree, is_leaf=is_leaf)
+  for x, subtree in zip(leaves, subtrees):
+    result.extend([x] * len(tree_leaves(subtree)))
   return result
 
 
@@ -723,8 +885,11 @@ register_pytree_node(
 
 @dataclasses.dataclass(frozen=True)
 class SequenceKey:
-  """Path entry for an element of a tuple or list."""
+  """Path entry for an element of a tuple or list: `SequenceKey(idx=0)`."""
   idx: int
+
+  def __post_init__(self):
+    object.__setattr__(self, "idx", _int_key(self.idx, "SequenceKey", "idx"))
 
   def __str__(self):
     return f"[{self.idx!r}]"
@@ -732,7 +897,7 @@ class SequenceKey:
 
 @dataclasses.dataclass(frozen=True)
 class DictKey:
-  """Path entry for a value of a dict-like node."""
+  """Path entry for a value of a dict-like node: `DictKey(key='a')`."""
   key: object
 
   def __str__(self):
@@ -741,8 +906,12 @@ class DictKey:
 
 @dataclasses.dataclass(frozen=True)
 class GetAttrKey:
-  """Path entry for a named field (namedtuple fields, attributes)."""
+  """Path entry for a named field (namedtuple fields, dataclass attributes)."""
   name: str
+
+  def __post_init__(self):
+    if not isinstance(self.name, str):
+      raise TypeError(f"GetAttrKey: name must be a str, got {self.name!r}.")
 
   def __str__(self):
     return f".{self.name}"
@@ -753,8 +922,26 @@ class FlattenedIndexKey:
   """Path entry for a child of a custom node registered without keys."""
   key: int
 
+  def __post_init__(self):
+    object.__setattr__(self, "key",
+                       _int_key(self.key, "FlattenedIndexKey", "key"))
+
   def __str__(self):
     return f"[<flat index {self.key}>]"
+
+
+def _int_key(v, cls, field):
+  if type(v) is int:
+    return v
+  try:
+    return operator.index(v)
+  except TypeError:
+    raise TypeError(f"{cls}: {field} must be an int, got {v!r}.") from None
+
+
+# Type annotations of JAX's API: a key path is a tuple of key entries.
+KeyEntry = typing.TypeVar("KeyEntry", bound=typing.Hashable)
+KeyPath = typing.Tuple[KeyEntry, ...]
 
 
 def _key_simple_str(key):
@@ -770,59 +957,196 @@ def _key_simple_str(key):
 
 
 def keystr(keys, *, simple=False, separator=""):
-  """Renders a key path as a string, e.g. `[0]['a'].x`."""
+  """Renders a key path as a string.
+
+  Args:
+    keys: a key path (tuple of SequenceKey, DictKey, GetAttrKey, ...).
+    simple: if True, each entry is written bare (`0`, `a`, `x`) instead of
+      in its indexing form (`[0]`, `['a']`, `.x`).
+    separator: string placed between entries.
+
+  Example:
+    >>> path = (SequenceKey(0), DictKey("a"), GetAttrKey("x"))
+    >>> keystr(path), keystr(path, simple=True, separator="/")
+    ("[0]['a'].x", '0/a/x')
+  """
   if simple:
     return separator.join(_key_simple_str(k) for k in keys)
   return separator.join(str(k) for k in keys)
 
 
-def _flatten_with_path(x, path, out, is_leaf):
+def _keyed_children(x, k, t):
+  """(aux, keys, children) of `x`, a node of kind `k` and type `t`."""
+  if k == _K_TUPLE or k == _K_LIST:
+    children = list(x)
+    return None, [SequenceKey(i) for i in range(len(children))], children
+  if k == _K_NAMEDTUPLE:
+    return None, [GetAttrKey(name) for name in t._fields], list(x)
+  if k == _K_CUSTOM:
+    with_keys = _registry[t][2]
+    if with_keys is not None:
+      key_children, aux = with_keys(x)
+      key_children = list(key_children)
+      return (aux, [kc[0] for kc in key_children],
+              [kc[1] for kc in key_children])
+    aux, children = _node_children(x, k, t)
+    return aux, [FlattenedIndexKey(i) for i in range(len(children))], children
+  aux, children = _node_children(x, k, t)
+  if k == _K_NONE:
+    return aux, [], children
+  dict_keys = aux[1] if k == _K_DEFAULTDICT else aux
+  return aux, [DictKey(key) for key in dict_keys], children
+
+
+def _flatten_with_path(x, path, out, is_leaf, takes_path):
   t = type(x)
   k = _kind_of(t)
-  if k == _K_LEAF or (is_leaf is not None and is_leaf(x)):
+  if k == _K_LEAF or (is_leaf is not None and (
+      is_leaf(path, x) if takes_path else is_leaf(x))):
     out.append((path, x))
     return None
-  if k == _K_TUPLE or k == _K_LIST:
-    aux, children = None, list(x)
-    keys = [SequenceKey(i) for i in range(len(children))]
-  elif k == _K_NAMEDTUPLE:
-    aux, children = None, list(x)
-    keys = [GetAttrKey(name) for name in t._fields]
-  elif k == _K_CUSTOM and _registry[t][2] is not None:
-    key_children, aux = _registry[t][2](x)
-    keys = [kc[0] for kc in key_children]
-    children = [kc[1] for kc in key_children]
-  elif k == _K_CUSTOM:
-    aux, children = _node_children(x, k, t)
-    keys = [FlattenedIndexKey(i) for i in range(len(children))]
-  else:
-    aux, children = _node_children(x, k, t)
-    dict_keys = aux[1] if k == _K_DEFAULTDICT else (aux or ())
-    keys = [DictKey(key) for key in dict_keys]
-  return (t, aux, tuple([_flatten_with_path(c, path + (key,), out, is_leaf)
+  aux, keys, children = _keyed_children(x, k, t)
+  return (t, aux, tuple([_flatten_with_path(c, path + (key,), out, is_leaf,
+                                            takes_path)
                          for key, c in zip(keys, children)]))
 
 
-def tree_flatten_with_path(tree, is_leaf=None):
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
   """Like `tree_flatten`, but each leaf comes with its key path.
 
-  Returns `([(path, leaf), ...], treedef)` where `path` is a tuple of key
-  objects (SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey).
+  Args:
+    tree: the pytree to flatten.
+    is_leaf: optional predicate marking subtrees as leaves; called as
+      `is_leaf(x)`, or `is_leaf(path, x)` if `is_leaf_takes_path`.
+    is_leaf_takes_path: whether `is_leaf` also receives the key path.
+
+  Returns:
+    `([(path, leaf), ...], treedef)`, where each `path` is a tuple of key
+    entries (SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey or the keys
+    of a node registered with `register_pytree_with_keys`).
+
+  Example:
+    >>> tree_flatten_with_path({"a": [1, 2]})[0]
+    [((DictKey(key='a'), SequenceKey(idx=0)), 1), ((DictKey(key='a'), SequenceKey(idx=1)), 2)]
   """
   out = []
-  node = _flatten_with_path(tree, (), out, is_leaf)
+  node = _flatten_with_path(tree, (), out, is_leaf, is_leaf_takes_path)
   return out, _make_treedef(node, len(out))
 
 
-def tree_leaves_with_path(tree, is_leaf=None):
-  """`(path, leaf)` pairs of `tree`, in flattening order."""
-  return tree_flatten_with_path(tree, is_leaf)[0]
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+  """`(path, leaf)` pairs of `tree`, in flattening order.
+
+  Arguments as for `tree_flatten_with_path`.
+
+  Example:
+    >>> tree_leaves_with_path((1, None, [2]))
+    [((SequenceKey(idx=0),), 1), ((SequenceKey(idx=2), SequenceKey(idx=0)), 2)]
+  """
+  return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
-def tree_map_with_path(f, tree, *rest, is_leaf=None):
-  """Like `tree_map`, but `f` also receives each leaf's key path first."""
-  path_leaves, treedef = tree_flatten_with_path(tree, is_leaf)
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+  """Like `tree_map`, but `f` also receives each leaf's key path first.
+
+  Args:
+    f: called as `f(path, leaf, *matching_rest_leaves)`.
+    tree, rest, is_leaf: as for `tree_map`.
+    is_leaf_takes_path: whether `is_leaf` is called as `is_leaf(path, x)`.
+
+  Example:
+    >>> tree_map_with_path(lambda p, x: keystr(p), {"k": (1, 2)})
+    {'k': ("['k'][0]", "['k'][1]")}
+  """
+  path_leaves, treedef = tree_flatten_with_path(tree, is_leaf,
+                                                is_leaf_takes_path)
   paths = [p for p, _ in path_leaves]
-  all_leaves_ = ([[x for _, x in path_leaves]]
-                 + [treedef.flatten_up_to(r) for r in rest])
+  leaves = [x for _, x in path_leaves]
+  if not rest:
+    return treedef.unflatten([f(p, x) for p, x in zip(paths, leaves)])
+  if is_leaf is not None and is_leaf_takes_path:
+    pred = _path_predicate(is_leaf)
+  else:
+    pred = is_leaf
+  all_leaves_ = [leaves] + _flatten_rest_up_to(
+      treedef, tree, rest, pred, "tree_map_with_path tree")
   return treedef.unflatten([f(p, *xs) for p, *xs in zip(paths, *all_leaves_)])
+
+
+class _path_predicate:
+  """Marks an `is_leaf(path, x)` predicate for `_prefix_error`."""
+  __slots__ = ("fn",)
+
+  def __init__(self, fn):
+    self.fn = fn
+
+
+# ---------------------------------------------------------------------------
+# Locating structure mismatches by key path (the errors of today's JAX).
+# ---------------------------------------------------------------------------
+
+def _prefix_error(prefix, full, is_leaf, name):
+  """Message for the first place where `prefix` is not a prefix of `full`.
+
+  Walks both values together, as deep as `prefix` goes (`is_leaf` applies to
+  `prefix`), and describes the first difference in node type, length, number
+  of children or aux data, naming its key path.  None if there is none.
+  """
+  takes_path = isinstance(is_leaf, _path_predicate)
+  pred = is_leaf.fn if takes_path else is_leaf
+
+  def go(p, f, path):
+    tp = type(p)
+    kp = _kind_of(tp)
+    if kp == _K_LEAF or (pred is not None and (
+        pred(path, p) if takes_path else pred(p))):
+      return None
+    where = f"{name}{keystr(path)}"
+    tf = type(f)
+    if tp is not tf:
+      return (f"pytree structure error: different types at key path\n"
+              f"    {where}\n"
+              f"At that key path, the prefix pytree {name} has a subtree of "
+              f"type\n    {tp}\nbut at the same key path the full pytree has "
+              f"a subtree of different type\n    {tf}.")
+    p_aux, p_keys, p_children = _keyed_children(p, kp, tp)
+    f_aux, f_keys, f_children = _keyed_children(f, kp, tp)
+    if (kp == _K_TUPLE or kp == _K_LIST) and len(p_children) != len(f_children):
+      return (f"pytree structure error: different lengths of {tp.__name__} at "
+              f"key path\n    {where}\n"
+              f"At that key path, the prefix pytree {name} has a subtree of "
+              f"type {tp.__name__} of length {len(p_children)}, but the full "
+              f"pytree has a subtree of the same type but of length "
+              f"{len(f_children)}.")
+    if len(p_children) != len(f_children):
+      pk = [_key_simple_str(k) for k in p_keys]
+      fk = [_key_simple_str(k) for k in f_keys]
+      diff = [k for k in pk if k not in fk] + [k for k in fk if k not in pk]
+      return (f"pytree structure error: different numbers of pytree children "
+              f"at key path\n    {where}\n"
+              f"At that key path, the prefix pytree {name} has a subtree of "
+              f"type\n    {tp}\nwith {len(pk)} child keys\n    {' '.join(pk)}\n"
+              f"but at the same key path the full pytree has a subtree of the "
+              f"same type but with {len(fk)} child keys\n    {' '.join(fk)}\n"
+              f"so the symmetric difference on key sets is\n"
+              f"    {' '.join(diff)}")
+    if _aux_differs(p_aux, f_aux):
+      pa, fa = str(p_aux), str(f_aux)
+      diff = "\n".join("    " + line for line in difflib.ndiff([pa], [fa]))
+      return (f"pytree structure error: different pytree metadata at key "
+              f"path\n    {where}\n"
+              f"At that key path, the prefix pytree {name} has a subtree of "
+              f"type\n    {tp}\nwith metadata\n    {pa}\n"
+              f"but at the same key path the full pytree has a subtree of the "
+              f"same type but with metadata\n    {fa}\n"
+              f"so the diff in the metadata at these pytree nodes is\n{diff}")
+    for key, pc, fc in zip(p_keys, p_children, f_children):
+      err = go(pc, fc, path + (key,))
+      if err is not None:
+        return err
+    return None
+
+  try:
+    return go(prefix, full, ())
+  except Exception:  # a misbehaving flatten function: keep the plain message
+    return None

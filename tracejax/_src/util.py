@@ -330,8 +330,9 @@ def get_module_functions(module):
     if name.startswith("__"):
       continue
     attr = getattr(module, name, None)
-    if isinstance(attr, (types.BuiltinFunctionType, types.FunctionType)) or \
-        type(attr).__name__ == "ufunc":
+    # Functions, builtins and ufuncs, and NumPy 2's function objects (array-function
+    # dispatchers): every callable that is not a class or a module.
+    if callable(attr) and not isinstance(attr, (type, types.ModuleType)):
       out[name] = attr
   return out
 

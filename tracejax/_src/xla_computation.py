@@ -14,6 +14,7 @@ which still apply wherever no axis environment names the axis.
 """
 import functools
 import math
+import operator
 
 import numpy as np
 
@@ -139,7 +140,7 @@ def xla_computation(fun, static_argnums=(), axis_env=None, backend=None, tuple_a
   if isinstance(static_argnums, (int, np.integer)) and not isinstance(static_argnums, bool):
     static_argnums = (int(static_argnums),)
   try:
-    static_argnums = tuple(int(i) for i in static_argnums)
+    static_argnums = tuple(operator.index(i) for i in static_argnums)
   except TypeError:
     raise TypeError(f"xla_computation static_argnums must be an int or a tuple of ints, got "
                     f"{static_argnums!r}.") from None

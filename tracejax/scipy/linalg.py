@@ -20,3 +20,12 @@ from tracejax._src.scipy.linalg import (
     tril as tril,
     triu as triu,
 )
+from tracejax._src.scipy.linalg_extra import (
+    eigh_tridiagonal as eigh_tridiagonal,
+    hessenberg as hessenberg,
+    hilbert as hilbert,
+    polar as polar,
+    schur as schur,
+    sqrtm as sqrtm,
+    toeplitz as toeplitz,
+)

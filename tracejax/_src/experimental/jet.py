@@ -16,7 +16,9 @@ Terms may be the symbolic `zero_term`; the series helpers skip them, so a
 series like `[v, 0, 0]` costs far less than a dense one. A value none of whose
 terms is nonzero leaves the trace entirely (it is a constant).
 """
+import importlib
 import math
+import weakref
 
 import numpy as np
 
@@ -398,6 +400,7 @@ _unary(lx.square_p, lambda x: s_mul(x, x))
 _unary(lx.neg_p, s_neg)
 _unary(lx.exp_p, lambda x: s_quad_ode(x, lx.exp(x[0]), 0, 1, 0))
 _unary(lx.expm1_p, lambda x: _expm1_series(x))
+_unary(lx.exp2_p, lambda x: s_quad_ode(x, lx.exp2(x[0]), 0, math.log(2.0), 0))
 _unary(lx.tanh_p, lambda x: s_quad_ode(x, lx.tanh(x[0]), 1, 0, -1))
 _unary(lx.tan_p, lambda x: s_quad_ode(x, lx.tan(x[0]), 1, 0, 1))
 _unary(lx.logistic_p, lambda x: s_quad_ode(x, lx.logistic(x[0]), 0, 1, -1))
@@ -661,6 +664,11 @@ class JetTrace(Trace):
         return primitive.bind(*primals, **params)
     if primitive.call_primitive and "call_jaxpr" in params:
       return self.process_call(primitive, primals, series, params)
+    cf_rule = _control_flow_rules.get(primitive)
+    if cf_rule is not None:
+      with set_current_trace(self.parent):
+        outs = cf_rule(self, primals, series, **params)
+      return [JetTracer(self, p, ts) if ts is not None else p for p, ts in outs]
     if "call" in params and primitive.name in ("custom_jvp_call", "custom_vjp_call"):
       # Taylor-expand the function itself: its custom derivative rule only gives order 1.
       with set_current_trace(self):
@@ -694,50 +702,201 @@ class JetTrace(Trace):
     return JetTracer(self, out, terms)
 
   def process_call(self, primitive, primals, series, params):
-    """A nested jit: Taylor-expand its jaxpr into a new jaxpr and call that."""
+    """A nested jit: Taylor-expand its jaxpr into a new jaxpr and call that (cached per
+    jaxpr, order, zero pattern and avals, so a jet called again does not recompile)."""
     call_jaxpr = params["call_jaxpr"]
     order = self.order
-    nz_in = [[s is not None and not _is_zero(t) for t in (s or [zero_term] * order)]
-             for s in series]
-    flat_in = list(primals) + [t for s, nz in zip(series, nz_in) for t, z in zip(s or [], nz)
-                               if z]
-    out_nz = []
-    n_out = len(call_jaxpr.outvars)
-
-    def body(*flat):
-      ps, rest = flat[:len(primals)], iter(flat[len(primals):])
-      trace = JetTrace(current_trace(), order)
-      ins = []
-      for p, nz in zip(ps, nz_in):
-        if any(nz):
-          ins.append(JetTracer(trace, p, [next(rest) if z else zero_term for z in nz]))
-        else:
-          ins.append(p)
-      with set_current_trace(trace):
-        outs = ir.eval_jaxpr(call_jaxpr, [], *ins)
-      p_out, t_out = [], []
-      out_nz.clear()
-      for o in outs:
-        p, ts = trace.to_series(o)
-        ts = ts or [zero_term] * order
-        p_out.append(p)
-        out_nz.append([not _is_zero(t) for t in ts])
-        t_out += [t for t in ts if not _is_zero(t)]
-      return p_out + t_out
-
-    with set_current_trace(self.parent):
-      jaxpr, consts = staging.trace_to_jaxpr(body, [_aval(x) for x in flat_in])
+    nz_in = _in_nz(series, order)
+    flat_in = _flat_operands(primals, series, nz_in)
+    avals = tuple(_aval(x) for x in flat_in)
+    key = (order, tuple(map(tuple, nz_in)), avals)
+    per_jaxpr = _call_cache.setdefault(call_jaxpr, {})
+    entry = per_jaxpr.get(key)
+    if entry is None:
+      out_nz = []
+      fn = _jet_fn(call_jaxpr, nz_in, order, record=out_nz)
+      with set_current_trace(self.parent):
+        jaxpr, consts = staging.trace_to_jaxpr(fn, list(avals))
       cj, const_args = staging.closed_call_jaxpr(jaxpr, consts)
-      new_params = dict(params, call_jaxpr=cj)
-      if "donated_invars" in params:
-        new_params["donated_invars"] = (False,) * len(cj.invars)
+      entry = (cj, list(const_args), out_nz)
+      if not any(isinstance(c, Tracer) for c in const_args):
+        per_jaxpr[key] = entry
+    cj, const_args, out_nz = entry
+    new_params = dict(params, call_jaxpr=cj)
+    if "donated_invars" in params:
+      new_params["donated_invars"] = (False,) * len(cj.invars)
+    with set_current_trace(self.parent):
       outs = primitive.bind(*const_args, *flat_in, **new_params)
-    p_out, rest = outs[:n_out], iter(outs[n_out:])
-    res = []
-    for p, nz in zip(p_out, out_nz):
-      ts = [next(rest) if z else zero_term for z in nz]
-      res.append(JetTracer(self, p, ts) if any(nz) else p)
-    return res
+    return [JetTracer(self, p, ts) if ts is not None else p
+            for p, ts in _split_terms(list(outs), len(call_jaxpr.outvars), out_nz, order)]
+
+
+_call_cache = weakref.WeakKeyDictionary()  # call_jaxpr -> {(order, zeros, avals): entry}
+
+
+# =============================================================================
+# Control flow: Taylor-expand the body jaxprs and rebuild the loop or switch one
+# level out. Loop carries get the union of the zero patterns that reach them.
+# =============================================================================
+
+def _in_nz(series, order):
+  return [[False] * order if s is None else [not _is_zero(t) for t in s] for s in series]
+
+
+def _flat_operands(primals, series, nz):
+  flat = list(primals)
+  for p, s, z in zip(primals, series, nz):
+    for k, want in enumerate(z):
+      if want:
+        t = s[k] if s is not None else zero_term
+        flat.append(_fix_shape(_inst(t, p), _aval(p)) if not _is_zero(t) else _zeros_of(p))
+  return flat
+
+
+def _jet_fn(jaxpr, in_nz, order, want=None, record=None):
+  """Flat function: (primals, nonzero terms) -> (primal outs, terms per `want`); with
+  `want` None it emits the nonzero terms and puts their pattern in `record`."""
+  n = len(in_nz)
+
+  def fn(*flat):
+    ps, rest = flat[:n], iter(flat[n:])
+    trace = JetTrace(current_trace(), order)
+    ins = [JetTracer(trace, p, [next(rest) if z else zero_term for z in nz]) if any(nz) else p
+           for p, nz in zip(ps, in_nz)]
+    with set_current_trace(trace):
+      outs = ir.eval_jaxpr(jaxpr, [], *ins)
+    p_out, t_out, pattern = [], [], []
+    for i, o in enumerate(outs):
+      p, ts = trace.to_series(o)
+      ts = ts or [zero_term] * order
+      p_out.append(p)
+      pattern.append([not _is_zero(t) for t in ts])
+      for k, t in enumerate(ts):
+        if want is None or want[i][k]:
+          if want is not None or not _is_zero(t):
+            a = _aval(p)
+            t_out.append(_zeros_of(p) if _is_zero(t) else _fix_shape(t, a))
+    if record is not None:
+      record[:] = pattern
+    return p_out + t_out
+  return fn
+
+
+def _out_nz(jaxpr, in_nz, order, avals):
+  rec = []
+  t_avals = [a for a, nz in zip(avals, in_nz) for z in nz if z]
+  staging.trace_to_jaxpr(_jet_fn(jaxpr, in_nz, order, record=rec), list(avals) + t_avals)
+  return rec
+
+
+def _union(a, b):
+  return [[x or y for x, y in zip(r, s)] for r, s in zip(a, b)]
+
+
+def _split_terms(outs, n, pattern, order):
+  p_out, rest = outs[:n], iter(outs[n:])
+  res = []
+  for p, z in zip(p_out, pattern):
+    ts = [next(rest) if w else zero_term for w in z]
+    res.append((p, ts if any(z) else None))
+  return res
+
+
+def _cond_jet(trace, primals, series, branches):
+  cond_mod = importlib.import_module("tracejax._src.control_flow.cond")
+  order = trace.order
+  index, ops, ser = primals[0], primals[1:], series[1:]
+  in_nz = _in_nz(ser, order)
+  avals = [_aval(p) for p in ops]
+  out_nz = [[False] * order for _ in branches[0].outvars]
+  for br in branches:
+    out_nz = _union(out_nz, _out_nz(br, in_nz, order, avals))
+  fns = [_jet_fn(br, in_nz, order, want=out_nz) for br in branches]
+  outs = cond_mod._switch(index, fns, _flat_operands(ops, ser, in_nz), "branches")
+  return _split_terms(list(outs), len(branches[0].outvars), out_nz, order)
+
+
+def _carry_fixed_point(jaxpr, in_nz, carry_slice, out_carry, order, avals):
+  """The smallest carry zero pattern closed under one more iteration of the body."""
+  while True:
+    out = _out_nz(jaxpr, in_nz, order, avals)
+    cur = in_nz[carry_slice]
+    new = _union(cur, out[out_carry])
+    if new == cur:
+      return in_nz, out
+    in_nz = in_nz[:carry_slice.start] + new + in_nz[carry_slice.stop:]
+
+
+def _scan_jet(trace, primals, series, jaxpr, length, reverse, num_consts, num_carry, linear,
+              unroll):
+  from tracejax._src.control_flow import loops
+  order = trace.order
+  nc, nk = num_consts, num_carry
+  in_nz = _in_nz(series, order)
+  avals = [_aval(p) for p in primals[:nc + nk]] + [
+      _aval(p).update(shape=_aval(p).shape[1:]) for p in primals[nc + nk:]]
+  carry = slice(nc, nc + nk)
+  in_nz, out_nz = _carry_fixed_point(jaxpr, in_nz, carry, slice(0, nk), order, avals)
+  want = in_nz[carry] + out_nz[nk:]
+  fn = _jet_fn(jaxpr, in_nz, order, want=want)
+  consts = _flat_operands(primals[:nc], series[:nc], in_nz[:nc])
+  c_nz, x_nz = in_nz[carry], in_nz[nc + nk:]
+  init = _flat_operands(primals[carry], series[carry], c_nz)
+  xs = _flat_operands(primals[nc + nk:], series[nc + nk:], x_nz)
+  n_cp, n_xp = nk, len(x_nz)
+
+  def body(c, x):
+    # fn takes (all primals, then all terms) in operand order: consts, carry, xs.
+    c_p, c_t = c[:n_cp], c[n_cp:]
+    x_p, x_t = x[:n_xp], x[n_xp:]
+    const_p, const_t = consts[:nc], consts[nc:]
+    outs = fn(*const_p, *c_p, *x_p, *const_t, *c_t, *x_t)
+    n_out = len(want)
+    p_out, t_out = outs[:n_out], outs[n_out:]
+    n_ct = sum(sum(z) for z in want[:nk])
+    return list(p_out[:nk]) + list(t_out[:n_ct]), list(p_out[nk:]) + list(t_out[n_ct:])
+
+  c_out, ys = loops.scan(body, init, xs, length=length, reverse=reverse, unroll=unroll)
+  res = _split_terms(list(c_out), nk, want[:nk], order)
+  return res + _split_terms(list(ys), len(want) - nk, want[nk:], order)
+
+
+def _while_jet(trace, primals, series, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  from tracejax._src.control_flow import loops
+  order = trace.order
+  cc, bc = cond_nconsts, body_nconsts
+  cond_consts = primals[:cc]
+  b_primals, b_series = primals[cc:], series[cc:]
+  in_nz = _in_nz(b_series, order)
+  avals = [_aval(p) for p in b_primals]
+  nk = len(b_primals) - bc
+  carry = slice(bc, bc + nk)
+  in_nz, _ = _carry_fixed_point(body_jaxpr, in_nz, carry, slice(0, nk), order, avals)
+  c_nz = in_nz[carry]
+  fn = _jet_fn(body_jaxpr, in_nz, order, want=c_nz)
+  consts = _flat_operands(b_primals[:bc], b_series[:bc], in_nz[:bc])
+  init = _flat_operands(b_primals[carry], b_series[carry], c_nz)
+
+  def cond_fn(c):
+    return ir.eval_jaxpr(cond_jaxpr, [], *cond_consts, *c[:nk])[0]
+
+  def body_fn(c):
+    return fn(*consts[:bc], *c[:nk], *consts[bc:], *c[nk:])
+
+  out = loops.while_loop(cond_fn, body_fn, init)
+  return _split_terms(list(out), nk, c_nz, order)
+
+
+def _register_control_flow():
+  cond_mod = importlib.import_module("tracejax._src.control_flow.cond")
+  from tracejax._src.control_flow import loops
+  _control_flow_rules[cond_mod.cond_p] = _cond_jet
+  _control_flow_rules[loops.scan_p] = _scan_jet
+  _control_flow_rules[loops.while_p] = _while_jet
+
+
+_control_flow_rules = {}
+_register_control_flow()
 
 
 def _normalize(terms):

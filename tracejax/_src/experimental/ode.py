@@ -313,8 +313,8 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     out = func(unravel(y), tt, *tree_util.tree_unflatten(arg_tree, leaves))
     out_tree = tree_util.tree_structure(out)
     if out_tree != tree_util.tree_structure(y0):
-      raise TypeError(f"odeint: func must return the structure of y0 ({tree_util.tree_structure(y0)}), "
-                      f"got {out_tree}")
+      raise TypeError(f"odeint: func must return the structure of y0 "
+                      f"({tree_util.tree_structure(y0)}), got {out_tree}")
     return [_ravel(out)[0].astype(y_flat.dtype)]
 
   flat_func.__name__ = getattr(func, "__name__", "func")

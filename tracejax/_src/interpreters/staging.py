@@ -5,6 +5,8 @@ Values that are not this trace's tracers are constants: scalars are written
 inline as literals; arrays and tracers of outer traces become constvars
 (closure conversion), so the caller can pass them in as arguments.
 """
+import weakref
+
 import numpy as np
 
 from tracejax._src import dtypes
@@ -129,7 +131,22 @@ def closed_call_jaxpr(jaxpr, consts):
 # ---- dead code elimination ----
 
 dce_rules = {}  # prim -> rule(used_outputs, eqn) -> (used_inputs, new eqn or None)
-effectful_primitives = set()
+effectful_primitives = set()  # never dropped, even with no used output (io/debug callbacks)
+_jaxpr_effects = weakref.WeakKeyDictionary()  # jaxpr -> bool
+
+
+def jaxpr_has_effects(jaxpr):
+  """Whether `jaxpr` (or one nested in its equations' params) has an effectful equation."""
+  known = _jaxpr_effects.get(jaxpr)
+  if known is None:
+    known = _jaxpr_effects[jaxpr] = any(map(eqn_has_effects, jaxpr.eqns))
+  return known
+
+
+def eqn_has_effects(eqn):
+  """An effectful primitive, or a higher-order one (jit, scan, cond...) around one."""
+  return eqn.primitive in effectful_primitives or any(
+      map(jaxpr_has_effects, ir.subjaxprs(eqn)))
 
 
 def dce_jaxpr(jaxpr, used_outputs=None, prune_invars=False):
@@ -141,7 +158,8 @@ def dce_jaxpr(jaxpr, used_outputs=None, prune_invars=False):
   new_eqns = []
   for eqn in reversed(jaxpr.eqns):
     rule = dce_rules.get(eqn.primitive)
-    if rule is not None and eqn.primitive not in effectful_primitives:
+    effectful = (effectful_primitives or None) and eqn_has_effects(eqn)
+    if rule is not None and not effectful:
       # A higher-order primitive can also drop the work behind its unused outputs.
       used_outs = [v in live for v in eqn.outvars]
       if any(used_outs):
@@ -150,7 +168,7 @@ def dce_jaxpr(jaxpr, used_outputs=None, prune_invars=False):
           new_eqns.append(eqn)
           live.update(v for v in eqn.invars if type(v) is ir.Var)
       continue
-    if eqn.primitive in effectful_primitives or any(v in live for v in eqn.outvars):
+    if effectful or any(v in live for v in eqn.outvars):
       new_eqns.append(eqn)
       live.update(v for v in eqn.invars if type(v) is ir.Var)
   new_eqns.reverse()

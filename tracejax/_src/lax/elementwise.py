@@ -1,8 +1,10 @@
 """Elementwise primitives: arithmetic, comparison, bitwise, math functions, casts.
 
 N-ary elementwise primitives are strict about dtypes (all operands share one)
-and about shapes, except that rank-0 operands broadcast (as in the 2020 lax,
-so `x * 3.0` stages as `mul x 3.0`).
+and about ranks: rank-0 operands broadcast (as in the 2020 lax, so `x * 3.0`
+stages as `mul x 3.0`), and so do the size-1 axes of equal-rank operands (as in
+JAX: `add` of f32[3,4] and f32[1,4] is one `add` of f32[3,4]; the lowering
+broadcasts). `select_n` and `clamp` stay strict, as JAX's do.
 
 Each primitive is one block: public wrapper, primitive, JVP (or linear and
 transpose) rule, batching rule, lowering. The lowering is also the eager
@@ -114,28 +116,7 @@ def _check_same_dtypes(name, avals):
         "type promotion on inputs.)")
 
 
-def broadcast_shapes_strict(name, *shapes):
-  """The shape of an n-ary elementwise result, by lax's rules (not NumPy's).
-
-  Rank-0 operands broadcast; the others must have one rank (no implicit rank
-  promotion: that is jax.numpy's job), and along each axis their sizes must agree
-  or be 1 (a size-1 axis broadcasts, as in JAX's lax binary operators).
-  """
-  shapes = [tuple(s) for s in shapes if len(s)]
-  if not shapes:
-    return ()
-  ranks = {len(s) for s in shapes}
-  if len(ranks) > 1:
-    raise TypeError(f"{name}: arrays must have the same number of dimensions, got "
-                    f"{ranks}")
-  out = []
-  for sizes in zip(*shapes):
-    not_one = set(sizes) - {1}
-    if len(not_one) > 1:
-      raise TypeError(f"{name} got incompatible shapes for broadcasting: "
-                      f"{', '.join(map(str, shapes))}.")
-    out.append(not_one.pop() if not_one else 1)
-  return tuple(out)
+broadcast_shapes_strict = utils.broadcast_shapes_strict
 
 
 def _nary_shape_rule(name):

@@ -1,4 +1,5 @@
-"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, ppermute, axis_index.
+"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, ppermute, axis_index,
+all_to_all, pswapaxes.
 
 A named axis is introduced by `vmap(..., axis_name=...)` (and by `pmap`). The
 collective's rule runs in the batching trace that owns the name, where the
@@ -271,3 +272,83 @@ def _all_gather_transpose(cts, *args, axis_name, axis, tiled):
 
 
 ad.deflinear2(all_gather_p, _all_gather_transpose)
+
+
+# ---- all_to_all, pswapaxes ----
+
+def all_to_all(x, axis_name, split_axis, concat_axis):
+  """Materialize the named axis and map another: member i receives slice i (along
+  `split_axis`, whose size must be the named axis' size) of every member's value,
+  stacked along a new axis at `concat_axis` (in the order of the members).
+
+  The result's shape is `x.shape` with `split_axis` removed and an axis of the named
+  axis' size inserted at `concat_axis`.
+
+  >>> vmap(lambda v: all_to_all(v, 'i', 0, 0), axis_name='i')(x)  # doctest: +SKIP
+  ... # equals jnp.swapaxes(x, 0, 1) for x of shape (n, n, ...)
+  """
+  leaves, tree = tree_util.tree_flatten(x)
+  for leaf in leaves:
+    nd = np.ndim(leaf)
+    for name, ax in (("split_axis", split_axis), ("concat_axis", concat_axis)):
+      if not isinstance(ax, (int, np.integer)) or not 0 <= ax < max(nd, 1):
+        raise ValueError(f"all_to_all: {name}={ax!r} is not an axis of an operand of "
+                         f"rank {nd}")
+  return tree_util.tree_unflatten(tree, all_to_all_p.bind(
+      *leaves, axis_name=axis_name, split_axis=int(split_axis), concat_axis=int(concat_axis)))
+
+
+def pswapaxes(x, axis_name, axis):
+  """Swap the named (mapped) axis with the unmapped axis `axis` of `x` (whose size
+  must be the named axis' size); the per-member shape is unchanged.
+
+  >>> vmap(lambda v: pswapaxes(v, 'i', 0), axis_name='i')(x)  # doctest: +SKIP
+  ... # equals jnp.swapaxes(x, 0, 1)
+  """
+  return all_to_all(x, axis_name, axis, axis)
+
+
+def _all_to_all_abstract_eval(*avals, axis_name, split_axis, concat_axis):
+  outs = []
+  for a in avals:
+    shape = list(a.shape)
+    n = shape.pop(split_axis)
+    shape.insert(concat_axis, n)
+    outs.append(a.update(shape=tuple(shape)))
+  return outs
+
+
+all_to_all_p = _collective("all_to_all", None, _all_to_all_abstract_eval)
+
+
+def _all_to_all_batch(trace, vals, dims, *, axis_name, split_axis, concat_axis):
+  from tracejax._src.lax import utils as lax_utils
+  mine, rest = _split_names(trace, axis_name)
+  if not mine:
+    # Another map's axis: move it in front and shift the per-member axes past it.
+    vals = [lax_utils.bdim_at_front(x, d, trace.axis_size) for x, d in zip(vals, dims)]
+    outs = all_to_all_p.bind(*vals, axis_name=axis_name, split_axis=split_axis + 1,
+                             concat_axis=concat_axis + 1)
+    return outs, [0] * len(outs)
+  if rest:
+    raise ValueError(f"all_to_all takes one axis name, got {axis_name!r}")
+  n = trace.axis_size
+  outs = []
+  for x, d in zip(vals, dims):
+    x = lax_utils.bdim_at_front(x, d, n)  # (member j, *per-member shape)
+    if x.shape[1 + split_axis] != n:
+      raise ValueError(f"all_to_all: split_axis {split_axis} has size "
+                       f"{x.shape[1 + split_axis]}, but axis {axis_name!r} has size {n}")
+    # Member i receives slice i of split_axis from every member j: split_axis becomes
+    # the mapped axis, and the members' axis j goes to concat_axis.
+    x = lax_utils.moveaxis(x, 1 + split_axis, 0)       # (i, j, rest)
+    outs.append(lax_utils.moveaxis(x, 1, 1 + concat_axis))
+  return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
+# Linear; the transpose sends every slice back: split and concat axes exchanged.
+ad.deflinear2(all_to_all_p, lambda cts, *args, axis_name, split_axis, concat_axis: [
+    all_to_all_p.bind(ad.instantiate_zeros(c), axis_name=axis_name, split_axis=concat_axis,
+                      concat_axis=split_axis)[0]
+    for c in (cts if isinstance(cts, (list, tuple)) else [cts])])

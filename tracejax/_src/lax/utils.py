@@ -57,6 +57,37 @@ def check_same_dtypes(name, *avals):
                     f"{', '.join(d.name for d in dts)}.")
 
 
+def broadcast_shapes_strict(name, *shapes):
+  """The shape of an n-ary elementwise result, by lax's rules (not NumPy's).
+
+  Rank-0 operands broadcast; the others must have one rank (no implicit rank
+  promotion: that is jax.numpy's job), and along each axis their sizes must agree
+  or be 1 (a size-1 axis broadcasts, as in JAX's lax binary operators).
+
+  Args:
+    name: the primitive's name, for the error messages.
+    *shapes: the operands' shapes.
+
+  >>> broadcast_shapes_strict("add", (3, 1), (1, 4), ())
+  (3, 4)
+  """
+  shapes = [tuple(s) for s in shapes if len(s)]
+  if not shapes:
+    return ()
+  ranks = {len(s) for s in shapes}
+  if len(ranks) > 1:
+    raise TypeError(f"{name}: arrays must have the same number of dimensions, got "
+                    f"{ranks}")
+  out = []
+  for sizes in zip(*shapes):
+    not_one = set(sizes) - {1}
+    if len(not_one) > 1:
+      raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                      f"{', '.join(map(str, shapes))}.")
+    out.append(not_one.pop() if not_one else 1)
+  return tuple(out)
+
+
 def check_same_shapes(name, *avals):
   shapes = [a.shape for a in avals]
   if len(set(shapes)) > 1:

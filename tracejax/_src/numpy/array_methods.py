@@ -137,6 +137,9 @@ def _dot(self, b, *, precision=None, preferred_element_type=None):
 
 
 def _copy(self):
+  # A new buffer (not `self`): `x.copy()` must survive `x.delete()`.
+  if isinstance(self, Array):
+    return self.__copy__()
   return util.to_array(self)
 
 
@@ -145,14 +148,14 @@ def _nonzero(self, *, size=None, fill_value=None):
 
 
 # Sorting methods (functional, unlike NumPy's in-place `a.sort()`: arrays are immutable).
-def _sort_method(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+def _sort_method(self, axis=-1, kind=None, order=None, *, stable=True, descending=False):
   """A sorted copy of the array along `axis` (see jnp.sort)."""
   from tracejax._src.numpy import sorting
   return sorting.sort(self, axis, kind=kind, order=order, stable=stable,
                       descending=descending)
 
 
-def _argsort_method(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+def _argsort_method(self, axis=-1, kind=None, order=None, *, stable=True, descending=False):
   """The indices that sort the array along `axis` (see jnp.argsort)."""
   from tracejax._src.numpy import sorting
   return sorting.argsort(self, axis, kind=kind, order=order, stable=stable,

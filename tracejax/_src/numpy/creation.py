@@ -92,7 +92,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
 
 def _check_numeric(x):
   """TypeError for host arrays of strings, bytes or objects (XLA has no such dtypes)."""
-  if x.dtype.kind in "SUOVMm":
+  if x.dtype.kind in "SUOMm":  # not "V": bfloat16 and the ml_dtypes are kind V
     raise TypeError(f"Value {x!r} with dtype {x.dtype} is not a valid JAX array type. Only "
                     "arrays of numeric types are supported by JAX.")
 

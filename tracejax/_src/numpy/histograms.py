@@ -14,6 +14,7 @@ import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.core.trace import concrete_or_error
+from tracejax._src.jit import inline_jit
 from tracejax._src.lax import structural
 from tracejax._src.numpy import (creation, indexing, reductions, shape_ops, sorting, ufuncs,
                                  util)
@@ -162,11 +163,9 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
   if n < 1:
     raise ValueError("`bins` must be positive, when an integer")
   if range is None:
+    lo = hi = None
     if util.shape(a)[0] == 0:
-      lo, hi = util.convert(0, dt, False), util.convert(1, dt, False)
-    else:
-      lo = util.convert(reductions.min(a), dt, False)
-      hi = util.convert(reductions.max(a), dt, False)
+      lo, hi = np.array(0, dt), np.array(1, dt)
   else:
     if len(range) != 2:
       raise ValueError(f"histogram: range must be a pair (lower, upper), got {range!r}")
@@ -177,6 +176,15 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
         raise ValueError("max must be larger than min in range parameter.")
       if not (np.isfinite(lv) and np.isfinite(hv)):
         raise ValueError(f"supplied range of [{lv}, {hv}] is not finite")
+  return _equal_edges(a, lo, hi, n, dt)
+
+
+@inline_jit(static_argnames=("n", "dt"))
+def _equal_edges(a, lo, hi, n, dt):
+  """n + 1 equal-width edges over [lo, hi] (default: the range of `a`)."""
+  if lo is None:
+    lo = util.convert(reductions.min(a), dt, False)
+    hi = util.convert(reductions.max(a), dt, False)
   # An empty range is widened by 0.5 on each side, as NumPy does.
   same = ufuncs.equal(lo, hi)
   lo = ufuncs.where(same, ufuncs.subtract(lo, util.convert(0.5, dt, False)), lo)
@@ -217,11 +225,16 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
   if weights is not None:
     weights = util.reshape(util.to_array(weights), util.shape(a))
   edges = histogram_bin_edges(a, bins, range, weights)
+  return _histogram(a, edges, weights, bool(density)), edges
+
+
+@inline_jit(static_argnames=("density",))
+def _histogram(a, edges, weights, density):
   a_in, edges_in = util.promote_dtypes_inexact(a, edges)
   if weights is None:
     w = structural.full(util.shape(a), np.array(1, util.dtype_of(a_in)))
   else:
-    w, = util.promote_dtypes_inexact(util.reshape(util.to_array(weights), util.shape(a)))
+    w, = util.promote_dtypes_inexact(weights)
   nb = util.shape(edges)[0]
   idx = _bin_index(edges_in, a_in)
   counts = _at(structural.full((nb + 1,), np.array(0, util.dtype_of(w))))[idx].add(w)
@@ -229,7 +242,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
   if density:
     widths = ufuncs.subtract(edges_in[1:], edges_in[:-1])
     counts = ufuncs.true_divide(ufuncs.true_divide(counts, widths), reductions.sum(counts))
-  return counts, edges
+  return counts
 
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
@@ -274,6 +287,13 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
                        f"{util.shape(weights)}")
   sample, = util.promote_dtypes_inexact(sample)
   edges = [histogram_bin_edges(sample[:, i], bins[i], range[i]) for i in builtins.range(d)]
+  w = None if weights is None else util.to_array(weights)
+  return _histogramdd(sample, edges, w, bool(density)), edges
+
+
+@inline_jit(static_argnames=("density",))
+def _histogramdd(sample, edges, weights, density):
+  n, d = util.shape(sample)
   sizes = [util.shape(e)[0] + 1 for e in edges]  # outlier bins at both ends
   flat = None
   stride = 1
@@ -299,7 +319,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
       shp[i] = util.shape(e)[0] - 1
       hist = ufuncs.true_divide(hist, util.reshape(ufuncs.subtract(e[1:], e[:-1]), shp))
     hist = ufuncs.true_divide(hist, total)
-  return hist, edges
+  return hist
 
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
@@ -362,10 +382,24 @@ def interp(x, xp, fp, left=None, right=None, period=None):
   out_dt = dtypes.result_type(util.dtype_of(fp), util.dtype_of(x))
   fp = util.convert(fp, out_dt, False)
   if period is not None:
+    util.check_arraylike("interp", period)
     if _is_concrete(period) and float(_host(period)) == 0:
       raise ValueError("period must be a non-zero value")
-    period = ufuncs.abs(util.convert(util.to_operand(period), util.dtype_of(xp), False))
+    period = util.convert(util.to_operand(period), util.dtype_of(xp), False)
     left = right = None
+  # 'extrapolate' and None are static choices; values are traced arguments.
+  left_mode = left if left is None or isinstance(left, str) else "value"
+  right_mode = right if right is None or isinstance(right, str) else "value"
+  left = util.convert(util.to_operand(left), out_dt, False) if left_mode == "value" else None
+  right = util.convert(util.to_operand(right), out_dt, False) if right_mode == "value" \
+      else None
+  return _interp(x, xp, fp, left, right, period, left_mode, right_mode)
+
+
+@inline_jit(static_argnames=("left_mode", "right_mode"))
+def _interp(x, xp, fp, left, right, period, left_mode, right_mode):
+  if period is not None:
+    period = ufuncs.abs(period)
     x = ufuncs.remainder(x, period)
     xp = ufuncs.remainder(xp, period)
     order = sorting.argsort(xp)
@@ -384,10 +418,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     safe_dx = ufuncs.where(flat, util.convert(1, util.dtype_of(dx), False), dx)
     slope = ufuncs.true_divide(ufuncs.subtract(f1, f0), safe_dx)
     f = ufuncs.where(flat, f1, ufuncs.add(f0, ufuncs.multiply(slope, ufuncs.subtract(x, x0))))
-  if left != "extrapolate":
-    f = ufuncs.where(ufuncs.less(x, xp[0]), fp[0] if left is None else
-                     util.convert(util.to_operand(left), out_dt, False), f)
-  if right != "extrapolate":
-    f = ufuncs.where(ufuncs.greater(x, xp[-1]), fp[-1] if right is None else
-                     util.convert(util.to_operand(right), out_dt, False), f)
+  if left_mode != "extrapolate":
+    f = ufuncs.where(ufuncs.less(x, xp[0]), fp[0] if left is None else left, f)
+  if right_mode != "extrapolate":
+    f = ufuncs.where(ufuncs.greater(x, xp[-1]), fp[-1] if right is None else right, f)
   return f

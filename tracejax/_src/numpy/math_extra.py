@@ -9,7 +9,6 @@ import numpy as np
 from tracejax._src import dtypes
 from tracejax._src.control_flow.loops import while_loop
 from tracejax._src.lax import convolution as lax_conv
-from tracejax._src.lax import elementwise as lax
 from tracejax._src.lax import reductions as lax_red
 from tracejax._src.numpy import creation, shape_ops, ufuncs, util
 

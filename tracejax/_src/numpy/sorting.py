@@ -46,14 +46,15 @@ def _flat_or_axis(a, axis, fun_name):
 
 # ---- sort / argsort ----
 
-def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
   """A sorted copy of `a` along `axis` (the flattened array for axis=None).
 
   Args:
     a: array to sort.
     axis: the axis to sort along (default last); None sorts the flattened array.
     kind: accepted for NumPy compatibility ('quicksort', 'mergesort', 'heapsort',
-      'stable'); the sort is always XLA's, stable when `stable` is True.
+      'stable'; positional as in the 2020 API); the sort is always XLA's, stable
+      when `stable` is True.
     order: not supported (structured dtypes do not exist here); must be None.
     stable: keep equal elements in their input order.
     descending: sort in decreasing order (NaNs then come first).
@@ -77,7 +78,7 @@ def _sort(a, axis, stable, descending):
   return structural.rev(out, (axis,)) if descending else out
 
 
-def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
+def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False, dtype=None):
   """The indices that sort `a` along `axis` (of the flattened array for axis=None).
 
   Args:
@@ -180,12 +181,11 @@ def _lexsort(keys, axis):
 def _order_reversing(a):
   """A strictly order-reversing map of `a` (so top_k of it finds the smallest entries).
 
-  Integers use bitwise not (~x = -x - 1), which never overflows, unlike negation.
+  Integers use bitwise not (~x = -x - 1), which never overflows, unlike negation;
+  for bools it is logical not.
   """
   dt = util.dtype_of(a)
-  if dt == np.bool_:
-    return lax_ew.not_(a)
-  if dtypes.is_integer(dt):
+  if dt == np.bool_ or dtypes.is_integer(dt):
     return lax_ew.not_(a)
   return lax_ew.neg(a)
 

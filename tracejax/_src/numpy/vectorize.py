@@ -132,6 +132,9 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
         raise TypeError(f"wrong number of positional arguments: expected {len(in_core)}, "
                         f"got {len(dyn_args)} {context}")
     loop, sizes = _loop_shape_and_sizes(dyn_args, in_core, context)
+    ranks = {util.ndim(a) - len(d) for a, d in zip(dyn_args, in_core) if util.ndim(a)}
+    if len(ranks) > 1:  # the rank-promotion policy applies to the loop dimensions
+      util._check_rank_promotion("jnp.vectorize", [util.shape(a) for a in dyn_args])
     f = func if out_core is None else _checked(func, sizes, out_core, context)
     if not dyn_args:
       return f()

@@ -8,9 +8,12 @@ never used.
 """
 import hashlib
 import io
+import logging
 import os
+import re
 import tempfile
 import threading
+import time
 import warnings
 from typing import Any, NamedTuple
 
@@ -233,15 +236,22 @@ def make_ir_context():
 
 class Executable:
   """A compiled program plus the handlers that turn its outputs into buffers."""
-  __slots__ = ("exe", "handlers", "device", "text", "out_avals")
+  __slots__ = ("exe", "handlers", "device", "text", "out_avals", "effectful", "ordered")
 
   def __init__(self, exe, out_avals, device, text):
     self.exe, self.device, self.text = exe, device, text
     self.out_avals = out_avals
     self.handlers = [result_handler(a, device) for a in out_avals]
+    # A program that calls Python (io/debug/pure callbacks) runs with a runtime
+    # token (see "Python host callbacks" below); `ordered` ones finish before the
+    # next program starts, so ordered effects keep their order across calls.
+    self.effectful = PYTHON_CALLBACK_TARGET in text
+    self.ordered = self.effectful and ORDERED_EFFECT_MARKER in text
 
   def execute(self, buffers):
     try:
+      if self.effectful:
+        return _execute_effectful(self, buffers)
       return self.exe.execute_sharded(buffers).consume_with_handlers(self.handlers)
     except JaxRuntimeError:
       check_not_deleted(buffers)  # XLA's own message for a deleted argument is cryptic
@@ -265,39 +275,88 @@ def _cache_dir():
   return d
 
 
-def _compile_options(num_replicas=1, num_partitions=1, device_assignment=None):
+def _compile_options(num_replicas=1, num_partitions=1, device_assignment=None,
+                     compiler_options=None):
   opts = xc.CompileOptions()
   bo = opts.executable_build_options
   bo.num_replicas = num_replicas
   bo.num_partitions = num_partitions
   if device_assignment is not None:
     bo.device_assignment = device_assignment
+  if compiler_options:
+    # XLA debug options by name (`Lowered.compile(compiler_options=...)`); XLA itself
+    # rejects an unknown name ("No such compile option").
+    opts.env_option_overrides = list(compiler_options)
   return opts
 
 
-def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=None):
+def _normalize_compiler_options(compiler_options):
+  """A sorted tuple of (name, value) pairs: hashable, for the cache keys."""
+  if not compiler_options:
+    return ()
+  if not isinstance(compiler_options, dict):
+    raise TypeError("compiler_options must be a dict of XLA option names to values, got "
+                    f"{type(compiler_options).__name__}")
+  out = []
+  for k, v in sorted(compiler_options.items()):
+    if not isinstance(k, str):
+      raise TypeError(f"compiler_options keys must be strings, got {k!r}")
+    if isinstance(v, (np.bool_, np.integer, np.floating)):
+      v = v.item()
+    if not isinstance(v, (str, bool, int, float)):
+      raise TypeError(f"compiler_options[{k!r}] must be a str, bool, int or float, got "
+                      f"{type(v).__name__}")
+    out.append((k, v))
+  return tuple(out)
+
+
+# Compile-time logging goes to loggers under the name `jax`, as JAX's do, so that
+# code written for JAX (a handler on logging.getLogger("jax"), `jax.log_compiles()`)
+# sees tracejax's messages. WARNING with `jax_log_compiles` on, else DEBUG.
+_dispatch_logger = logging.getLogger("jax._src.dispatch")
+_MODULE_NAME = re.compile(r"module @([\w.$-]+)")
+
+
+def _compiled_name(module_text, name):
+  if name is None:
+    m = _MODULE_NAME.search(module_text, 0, 400)
+    name = m.group(1) if m else "main"
+    if name.startswith("jit_"):
+      name = name[4:]
+  return f"jit({name})"
+
+
+def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=None,
+            compiler_options=None, name=None):
   """Compile StableHLO text for `device`; cached in process and on disk.
 
   `out_avals` gives each output's aval (or a (shape, dtype) pair): the outputs
   are ArrayImpls carrying them. The same text can serve different output avals
   (weak types differ), so they are part of the in-process key.
+  `compiler_options` is a dict of XLA options (e.g. `{"xla_cpu_enable_fast_math":
+  True}`); `name` is the function's name for the compile log (default: the module's).
   """
   device = device or default_device()
   out_avals = [_as_aval(a) for a in out_avals]
-  key = (module_text, device, num_replicas, tuple(out_avals))
+  copts = _normalize_compiler_options(compiler_options)
+  key = (module_text, device, num_replicas, tuple(out_avals), copts)
   exe = _exe_cache.get(key)
   if exe is not None:
     return exe
+  t0 = time.perf_counter()
   client = device.client
   devlist = _jax.DeviceList((device,))
-  opts = _compile_options(num_replicas)
+  opts = _compile_options(num_replicas, compiler_options=copts)
   loaded = None
   path = None
+  if host_callbacks is None and PYTHON_CALLBACK_TARGET in module_text:
+    host_callbacks = [_host_callback_trampoline]  # see "Python host callbacks"
   use_disk = config.tracejax_compilation_cache and not host_callbacks and num_replicas == 1
   if use_disk:
     digest = hashlib.sha256("\0".join([
         JAXLIB_VERSION, client.platform, str(client.platform_version),
-        str(len(client.devices())), str(device.id), module_text]).encode()).hexdigest()
+        str(len(client.devices())), str(device.id), repr(copts) if copts else "",
+        module_text]).encode()).hexdigest()
     path = os.path.join(_cache_dir(), digest[:2], digest + ".xla")
     loaded = _disk_load(client, path, devlist, opts)
   if loaded is None:
@@ -311,6 +370,10 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
       _disk_store(loaded, path)
   exe = Executable(loaded, out_avals, device, module_text)
   _exe_cache[key] = exe
+  level = logging.WARNING if config.jax_log_compiles else logging.DEBUG
+  if _dispatch_logger.isEnabledFor(level):
+    _dispatch_logger.log(level, "Finished XLA compilation of %s in %.9f sec",
+                         _compiled_name(module_text, name), time.perf_counter() - t0)
   return exe
 
 
@@ -347,7 +410,98 @@ def _disk_store(loaded, path):
 
 
 def clear_caches():
+  """Forget every compiled executable held in process, the C++ jit's included."""
   _exe_cache.clear()
+  _jit_cache.clear()
+  _jax.PjitFunctionCache.clear_all()
+
+
+# ---- what compiled executables report (for jax.stages.Compiled) ----
+
+def executable_hlo_text(exe):
+  """XLA's optimized HLO of an `Executable`, as text."""
+  return exe.exe.get_hlo_text()
+
+
+def executable_cost_analysis(exe):
+  """XLA's cost estimate of an `Executable`: a dict ('flops', 'bytes accessed', ...)."""
+  return dict(exe.exe.cost_analysis())
+
+
+def executable_memory_stats(exe):
+  """jaxlib's CompiledMemoryStats of an `Executable` (`temp_size_in_bytes`, ...)."""
+  return exe.exe.get_compiled_memory_stats()
+
+
+def module_cost_analysis(module_text, platform=None):
+  """XLA's cost estimate of unoptimized StableHLO text (for `Lowered.cost_analysis`)."""
+  comp = stablehlo_to_hlo(module_text, return_tuple=False)
+  return dict(_jax.hlo_module_cost_analysis(get_client(platform), comp.get_hlo_module()))
+
+
+def live_arrays(platform=None):
+  """The arrays alive on `platform`'s devices (default: the default backend)."""
+  return list(get_client(platform).live_arrays())
+
+
+# ---- Python host callbacks (pure_callback, io_callback, jax.debug) ----
+#
+# A compiled program calls Python through jaxlib's `xla_ffi_python_cpu_callback`
+# custom call, which calls `host_callbacks[index]` of the list given to
+# compile_and_load. Every program gets the same single trampoline there, and the
+# first operand of each custom call is a u64 constant naming the Python function
+# in `_host_callbacks`. So the lowering never has to hand functions to `compile`
+# (every compile path works unchanged), and two programs that call different
+# functions differ in their text, hence in the compile cache key. Such programs
+# skip the on-disk cache: a deserialized executable has no callbacks bound.
+
+PYTHON_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
+ORDERED_EFFECT_MARKER = "tracejax_ordered_effect"   # a frontend attribute of ordered calls
+_host_callbacks = {}      # key -> fn(*numpy arrays) -> tuple of numpy arrays
+_host_callback_keys = {}  # id(fn) -> key (fn is kept alive by _host_callbacks)
+_pending_tokens = []      # runtime tokens of unordered effectful executions
+
+
+def register_host_callback(fn):
+  """The u64 key under which compiled programs call `fn` (stable for one `fn`).
+
+  `fn(*args)` gets one NumPy array per operand (None for a token) and returns a
+  tuple with one NumPy array per result (None for a token). The function stays
+  referenced for the life of the process, as the executables using it may."""
+  with _lock:
+    key = _host_callback_keys.get(id(fn))
+    if key is None:
+      key = len(_host_callbacks) + 1
+      _host_callbacks[key] = fn
+      _host_callback_keys[id(fn)] = key
+    return key
+
+
+def _host_callback_trampoline(key, *args):
+  return _host_callbacks[int(key)](*args)
+
+
+def _execute_effectful(exe, buffers):
+  results = exe.exe.execute_sharded(buffers, with_tokens=True)
+  token = results.consume_token()
+  outs = results.consume_with_handlers(exe.handlers)
+  if exe.ordered:
+    token.block_until_ready()  # the next program's effects come after this one's
+  else:
+    with _lock:
+      if len(_pending_tokens) > 64:
+        del _pending_tokens[:32]  # old executions are long done; keep the list short
+      _pending_tokens.append(token)
+  return outs
+
+
+def effects_barrier():
+  """Wait until every program with host callbacks started so far has finished."""
+  with _lock:
+    tokens = list(_pending_tokens)
+    _pending_tokens.clear()
+  for t in tokens:
+    t.block_until_ready()
 
 
 # ---- LAPACK custom calls (registered on first use) ----
@@ -505,7 +659,11 @@ class _FastpathFields(NamedTuple):
 
 
 def fastpath_data(exe, out_treedef, n_args, const_bufs):
-  """What the C++ jit needs to run `exe` without Python (field names are jaxlib's)."""
+  """What the C++ jit needs to run `exe` without Python (field names are jaxlib's);
+  None for a program with host callbacks, which must keep to the Python path (its
+  runtime token, the ordering of its effects)."""
+  if exe.effectful:
+    return None
   sh = sharding_for(exe.device)
   n_in = len(const_bufs) + n_args
   n_out = len(exe.out_avals)

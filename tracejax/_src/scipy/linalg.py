@@ -12,7 +12,7 @@ The matrix exponential is the scaling-and-squaring Padé algorithm of Higham
 of that algorithm (Al-Mohy and Higham, 2009), so `expm` differentiates in
 forward and reverse mode. The later SciPy names (`schur`, `sqrtm`, `polar`,
 `hessenberg`, `eigh_tridiagonal`, `toeplitz`, `hilbert`) are in
-`_src/scipy/linalg_extra.py` and re-exported here.
+`_src/scipy/linalg_extra.py`; `tracejax.scipy.linalg` re-exports both modules.
 """
 import math
 import operator
@@ -77,14 +77,19 @@ def _rhs(fun_name, a, b):
   """Pair a matrix batch `a` [..., m, m] with a right-hand side `b`.
 
   `b` is a vector when it has one dimension, or one dimension less than `a`
-  (a batch of vectors); otherwise a batch of matrices [..., m, k]. Leading
-  dimensions broadcast. Returns (a, b as matrices, vector?)."""
+  and a last dimension m (a batch of vectors) without reading as matrices
+  [..., m, k]; otherwise a batch of matrices [..., m, k]. Leading dimensions
+  broadcast. Returns (a, b as matrices, vector?)."""
   a_shape, b_shape = util.shape(a), util.shape(b)
   m = a_shape[-1]
   if len(b_shape) == 0:
     raise ValueError(f"{fun_name}: argument b must have at least one dimension, got a "
                      "scalar.")
-  vector = len(b_shape) == 1 or len(b_shape) == len(a_shape) - 1
+  # The 2020 rule of jnp.linalg.solve: one dimension less than `a` means vectors,
+  # unless b also reads as matrices [..., m, k] (then it is matrices).
+  vector = len(b_shape) == 1 or (
+      len(b_shape) == len(a_shape) - 1 and b_shape[-1] == m
+      and (len(b_shape) < 2 or b_shape[-2] != m))
   if vector:
     b = shape_ops.expand_dims(b, -1)
     b_shape = util.shape(b)
@@ -159,7 +164,8 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
   """Cholesky decomposition of Hermitian positive-definite matrices.
 
   Args:
-    a: [..., n, n] Hermitian (real symmetric) positive definite.
+    a: [..., n, n] Hermitian (real symmetric) positive definite; only its
+      `lower` (or upper) triangle is read, as in SciPy.
     lower: return the lower factor L (a = L L^H) instead of the upper one U
       (a = U^H U, SciPy's default).
 
@@ -171,7 +177,9 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
   del overwrite_a, check_finite
   a, = _inexact("jax.scipy.linalg.cholesky", a)
   _check_matrix("jax.scipy.linalg.cholesky", "a", a, square=True)
-  L = lax_linalg.cholesky(a)
+  # Only the chosen triangle is read, as LAPACK's potrf does: the upper one of `a` is
+  # the lower one of a^H.
+  L = lax_linalg.cholesky(a if lower else _H(a), symmetrize_input=False)
   return L if lower else _H(L)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.control_flow import fori_loop, scan
+from tracejax._src.custom_derivatives import custom_jvp
 from tracejax._src.lax import elementwise as lax_ew
 from tracejax._src.lax import linalg as lax_linalg
 from tracejax._src.numpy import creation, products, reductions, shape_ops, ufuncs, util
@@ -78,8 +79,8 @@ def _sqrt_upper_triangular(t):
     block = ufuncs.logical_and(lead[:, None], lead[None, :])
     r_jj = reductions.sum(ufuncs.where(ufuncs.equal(rows, j), diag, 0), axis=-1)
     m = ufuncs.where(block, r, 0)
-    m = ufuncs.add(m, ufuncs.multiply(eye, ufuncs.where(
-        lead, shape_ops.expand_dims(r_jj, -1), creation.ones((), dt))))
+    shift = ufuncs.where(lead, shape_ops.expand_dims(r_jj, -1), creation.ones((), dt))
+    m = ufuncs.add(m, ufuncs.multiply(eye, shape_ops.expand_dims(shift, -2)))
     on_col = ufuncs.equal(rows, j)
     t_col = reductions.sum(ufuncs.where(on_col[None, :], t, 0), axis=-1)   # t[..., :, j]
     rhs = ufuncs.where(lead, t_col, 0)
@@ -217,7 +218,6 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
     v, tau = _householder(col, k, rows)
     tau = shape_ops.expand_dims(tau, (-1, -2))
     v_col = shape_ops.expand_dims(v, -1)
-    v_row = shape_ops.expand_dims(v, -2)
     v_h = _H(v_col)
     # h <- H^H h H and q <- q H, with H = I - tau v v^H.
     h = ufuncs.subtract(h, ufuncs.multiply(_conj(tau), products.matmul(v_col,
@@ -226,10 +226,10 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
                                                                 v_h)))
     q = ufuncs.subtract(q, ufuncs.multiply(tau, products.matmul(products.matmul(q, v_col),
                                                                 v_h)))
-    del v_row
     return h, q
 
-  h, q = fori_loop(0, max(n - 2, 0), step, (a, q))
+  # n - 1 reflectors, as gehrd: the last only makes a complex subdiagonal entry real.
+  h, q = fori_loop(0, max(n - 1, 0), step, (a, q))
   h = creation.triu(h, -1)
   return (h, q) if calc_q else h
 
@@ -246,12 +246,10 @@ def _sturm_count(d, e2, x, pivmin):
   """The number of eigenvalues below each x [..., k] of the symmetric tridiagonal
   matrix with diagonal d [..., n] and squared off-diagonal e2 [..., n-1]: the number
   of negative pivots of the LDL^T factorization of T - x I."""
-  n = util.shape(d)[-1]
   d_t = shape_ops.moveaxis(d, -1, 0)                       # [n, ...]
-  e2_t = shape_ops.moveaxis(util.concatenate_zero_front(e2) if False else
-                            shape_ops.concatenate([ufuncs.multiply(d[..., :1], 0), e2],
+  # e2 with a zero in front: pivot i divides e2[i - 1] by pivot i - 1.
+  e2_t = shape_ops.moveaxis(shape_ops.concatenate([ufuncs.multiply(d[..., :1], 0), e2],
                                                   axis=-1), -1, 0)
-  del n
 
   def body(carry, de):
     q, count = carry
@@ -282,7 +280,8 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     select: 'a' (all) or 'i' (the eigenvalues with indices select_range =
       (lo, hi), inclusive, static). 'v' (a value range) would need a
       data-dependent output size and is not supported (as in JAX).
-    tol: the bisection's absolute tolerance (default: to machine precision).
+    tol: accepted for compatibility; the bisection always runs to machine
+      precision (a fixed number of halvings, so the program has static shapes).
 
   Example:
     >>> eigh_tridiagonal(jnp.array([1., 2., 3.]), jnp.array([1., 1.]), eigvals_only=True)
@@ -321,41 +320,75 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
   else:
     raise ValueError("jax.scipy.linalg.eigh_tridiagonal: argument select must be 'a', 'i' "
                      f"or 'v', got {select!r}.")
+  del tol
   if not eigvals_only:
-    # The dense Hermitian matrix, lower triangle read by eigh.
-    t = ufuncs.multiply(shape_ops.expand_dims(d, -1), creation.eye(n, dtype=real))
-    if n > 1:
-      from tracejax._src.numpy.pad import pad
-      nb = util.ndim(e) - 1
-      sub = ufuncs.multiply(shape_ops.expand_dims(pad(e, ((0, 0),) * nb + ((0, 1),)), -1),
-                            creation.eye(n, k=-1, dtype=util.dtype_of(e)).T)
-      t = ufuncs.add(t.astype(util.dtype_of(e)) if _is_complex(e) else t,
-                     shape_ops.swapaxes(sub, -1, -2))
-    v, w = lax_linalg.eigh(t, lower=True, symmetrize_input=False)
+    v, w = lax_linalg.eigh(_tridiagonal_lower(d, e), lower=True, symmetrize_input=False)
     return w[..., lo_i:hi_i + 1], v[..., :, lo_i:hi_i + 1]
   if n == 0:
     return d
+
+  # Bisection has no useful derivative (it would differentiate the search's end
+  # points): the tangent is first-order perturbation theory, dw_k = v_k^H dT v_k,
+  # with the eigenvectors from a dense solve (valid for distinct eigenvalues).
+  @custom_jvp
+  def eigvals(d, e):
+    return _bisect_eigvals(d, e, lo_i, hi_i)
+
+  @eigvals.defjvp
+  def eigvals_jvp(primals, tangents):
+    d, e = primals
+    dd, de = tangents
+    w = eigvals(d, e)
+    v, _ = lax_linalg.eigh(_tridiagonal_lower(d, e), lower=True, symmetrize_input=False)
+    v = v[..., :, lo_i:hi_i + 1]                                    # [..., n, k]
+    dw = reductions.sum(ufuncs.multiply(_abs2(v), shape_ops.expand_dims(dd, -1)), axis=-2)
+    # T[i + 1, i] = e[i] and T[i, i + 1] = conj(e[i]): 2 Re(conj(v[i + 1]) de[i] v[i]).
+    cross = ufuncs.multiply(_conj(v[..., 1:, :]), v[..., :-1, :])
+    cross = _real_part(ufuncs.multiply(cross, shape_ops.expand_dims(de, -1)))
+    dw = ufuncs.add(dw, ufuncs.multiply(reductions.sum(cross, axis=-2), 2))
+    return w, dw.astype(util.dtype_of(w))
+
+  return eigvals(d, e)
+
+
+def _tridiagonal_lower(d, e):
+  """The lower triangle of the Hermitian tridiagonal matrix (d on the diagonal, e
+  below it: T[i + 1, i] = e[i]), all that eigh reads."""
+  n = util.shape(d)[-1]
+  dt = util.dtype_of(e) if _is_complex(e) else util.dtype_of(d)
+  e_pad = shape_ops.concatenate([e.astype(dt), ufuncs.multiply(d[..., :1], 0).astype(dt)],
+                                axis=-1)
+  return ufuncs.add(ufuncs.multiply(shape_ops.expand_dims(d.astype(dt), -1),
+                                    creation.eye(n, dtype=dt)),
+                    ufuncs.multiply(shape_ops.expand_dims(e_pad, -2),
+                                    creation.eye(n, k=-1, dtype=dt)))
+
+
+def _bisect_eigvals(d, e, lo_i, hi_i):
+  """Eigenvalues lo_i..hi_i (ascending) of the tridiagonal matrix, by bisection on
+  Sturm counts, all at once: every step halves each eigenvalue's interval."""
+  n = util.shape(d)[-1]
+  real = util.dtype_of(d)
   e2 = _abs2(e).astype(real)
   # Gershgorin bounds hold every eigenvalue.
   abs_e = ufuncs.sqrt(e2)
-  pad_e = shape_ops.concatenate([ufuncs.multiply(d[..., :1], 0), abs_e,
-                                 ufuncs.multiply(d[..., :1], 0)], axis=-1)
+  zero = ufuncs.multiply(d[..., :1], 0)
+  pad_e = shape_ops.concatenate([zero, abs_e, zero], axis=-1)
   radius = ufuncs.add(pad_e[..., :-1], pad_e[..., 1:])
   lo = reductions.min(ufuncs.subtract(d, radius), axis=-1, keepdims=True)
   hi = reductions.max(ufuncs.add(d, radius), axis=-1, keepdims=True)
   finfo = dtypes.finfo(real)
   scale = ufuncs.maximum(ufuncs.abs(lo), ufuncs.abs(hi))
-  pivmin = ufuncs.multiply(ufuncs.maximum(
-      reductions.max(e2, axis=-1, keepdims=True) if n > 1 else ufuncs.multiply(scale, 0),
-      1), float(finfo.tiny))
+  # The smallest pivot magnitude allowed (LAPACK's pivmin), so no division is by 0.
+  max_e2 = reductions.max(e2, axis=-1, keepdims=True) if n > 1 else zero
+  pivmin = ufuncs.multiply(ufuncs.maximum(max_e2, 1), float(finfo.tiny))
   # Widen by a little so the ends are strictly outside the spectrum.
   pad_w = ufuncs.add(ufuncs.multiply(scale, 2 * n * float(finfo.eps)), pivmin)
   lo, hi = ufuncs.subtract(lo, pad_w), ufuncs.add(hi, pad_w)
   k = creation.arange(lo_i, hi_i + 1, dtype=np.int32)
   shape_k = util.shape(lo)[:-1] + (hi_i - lo_i + 1,)
   lo_k, hi_k = util.broadcast_to(lo, shape_k), util.broadcast_to(hi, shape_k)
-  # Each step halves every interval: enough steps to get from the Gershgorin width
-  # down to the tolerance (or to the spacing of floats), capped at the mantissa size.
+  # Enough halvings to get from the Gershgorin width to the spacing of floats.
   steps = int(finfo.nmant) + 8 + int(np.ceil(np.log2(max(n, 1))))
 
   def bisect(_, lh):
@@ -365,9 +398,6 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     go_left = ufuncs.greater(below, k)                 # eigenvalue k is < mid
     return ufuncs.where(go_left, lo_k, mid), ufuncs.where(go_left, mid, hi_k)
 
-  if tol is not None:
-    width = float(np.max(np.asarray(tol)))
-    del width  # a fixed step count already reaches machine precision
   lo_k, hi_k = fori_loop(0, steps, bisect, (lo_k, hi_k))
   return ufuncs.multiply(ufuncs.add(lo_k, hi_k), 0.5)
 

@@ -54,7 +54,6 @@ def _round_half_away_from_zero(x):
 
 
 def _nearest(coordinate):
-  jnp = _jnp()
   index = _round_half_away_from_zero(coordinate).astype(np.int32)
   return [(index, None)]
 

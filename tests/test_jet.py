@@ -147,6 +147,8 @@ def test_jit_inside_and_outside(x64):
   for got, w in zip(terms2, want):
     np.testing.assert_allclose(got, w, rtol=1e-10)
   np.testing.assert_allclose(y2, y)
+  from tracejax._src.core import ir
+  ir.check_jaxpr(jax.make_jaxpr(lambda x, s: jet(f, (x,), (s,)))(x, series).jaxpr)
 
 
 def test_custom_jvp_uses_function_body(x64):

@@ -83,6 +83,9 @@ def test_jit_vmap_grad():
   x = jnp.arange(5.0)
   s = mask(jnp.sum, ["n"], "")
   np.testing.assert_allclose(jax.jit(lambda x, n: s([x], dict(n=n)))(x, 3), 3.0)
+  from tracejax._src.core import ir
+  cat = mask(lambda x: jnp.concatenate([x, x]), ["n"], "2*n")
+  ir.check_jaxpr(jax.make_jaxpr(lambda x, n: cat([x], dict(n=n)))(x, 3).jaxpr)
   by_n = jax.vmap(lambda n: s([x], dict(n=n)))(jnp.arange(6))
   np.testing.assert_allclose(by_n, [sum(range(k)) for k in range(6)])
   g = jax.grad(lambda x: s([x ** 2], dict(n=2)))(x)

@@ -87,6 +87,8 @@ def test_closure_over_traced_values(x64):
 def test_jit_and_vmap(x64):
   ts = jnp.linspace(0.0, 1.0, 3)
   solve = jax.jit(lambda y0, k: odeint(decay, y0, ts, k))
+  from tracejax._src.core import ir
+  ir.check_jaxpr(jax.make_jaxpr(jax.grad(lambda k: odeint(decay, 1.0, ts, k)[-1]))(0.5).jaxpr)
   np.testing.assert_allclose(solve(2.0, 0.5), 2.0 * np.exp(-0.5 * np.asarray(ts)), rtol=1e-7)
   y0s = jnp.array([1.0, 2.0, 3.0])
   batched = jax.vmap(lambda y0: odeint(decay, y0, ts, 0.5))(y0s)

@@ -19,7 +19,11 @@ from tracejax._src.config import (
     debug_nans as debug_nans,
     disable_jit as disable_jit,
     numpy_rank_promotion as numpy_rank_promotion,
+    log_compiles as log_compiles,
+    explain_cache_misses as explain_cache_misses,
 )
+from tracejax._src.jit import clear_caches as clear_caches
+from tracejax._src.runtime.backend import live_arrays as live_arrays
 
 # ---- arrays, compilation, devices ----
 from tracejax._src.api import (
@@ -81,6 +85,11 @@ from tracejax._src.xla_computation import (
     soft_pmap as soft_pmap,
     xla_computation as xla_computation,
 )
+# Host callbacks (`jax.debug` is a lazy submodule; io_callback is in jax.experimental).
+from tracejax._src.callback import (
+    effects_barrier as effects_barrier,
+    pure_callback as pure_callback,
+)
 # 2020 experimental shape polymorphism (`jax.mask`, `jax.shapecheck`).
 from tracejax._src.experimental.masking import mask as mask, shapecheck as shapecheck
 # ---- end of transformations ----
@@ -100,6 +109,9 @@ from tracejax._src.tree_util import (
 # carried jax.util.partial along).
 from tracejax._src.util import partial as partial
 
+# ---- types: the device class and the aval of a value (today's jax.Device, jax.typeof) ----
+from tracejax._src.typing import Device as Device, typeof as typeof
+
 # ---- submodules imported eagerly (cheap, and used by nearly every program) ----
 from tracejax import dtypes as dtypes
 from tracejax import lax as lax
@@ -110,9 +122,11 @@ from tracejax import tree_util as tree_util
 # ---- submodules imported on first use ----
 # `jax.random`, `jax.scipy`, ... as attributes without paying for them at import.
 _LAZY_SUBMODULES = frozenset({
-    "abstract_arrays", "ad_checkpoint", "api", "api_util", "core", "custom_derivatives", "distributed",
+    "abstract_arrays", "ad_checkpoint", "api", "api_util", "core", "custom_derivatives", "debug", "distributed",
     "errors", "example_libraries", "experimental", "extend", "image", "interpreters",
     "lib", "linear_util", "nn", "ops", "profiler", "random", "scipy", "test_util", "util",
+    "stages",
+    "tree", "typing", "flatten_util",
 })
 # The 2020 documents import the rule tables from the top level: `from jax import ad`.
 _INTERPRETER_ALIASES = {

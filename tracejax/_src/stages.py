@@ -244,6 +244,9 @@ class Traced(_Stage):
     return Lowered(text, cj.consts, self._info)
 
 
+# What `Lowered.compile(compiler_options=...)` takes: XLA option names to values.
+CompilerOptions = dict[str, str | bool | int | float]
+
 _DIALECTS = (None, "stablehlo", "hlo")
 
 
@@ -375,7 +378,9 @@ class Compiled(_Stage):
       raise TypeError(
           "Argument types differ from the types for which this computation was compiled. "
           "Perhaps you are calling the compiled executable with a different enable_x64 "
-          "mode than when it was AOT compiled? The mismatches are:\n" + "\n".join(bad))
+          "mode than when it was AOT compiled? The mismatches are:\n" + "\n".join(bad) +
+          "\n(A Compiled function runs only on the types it was compiled for; call the "
+          "jitted function itself to compile for others.)")
     outs = self._exe.execute(bufs)
     return tree_util.tree_unflatten(info.out_tree, outs)
 
@@ -443,7 +448,7 @@ def _differences(key, old, flag_names, names):
 
 
 def _static_str(skey):
-  return "(" + ", ".join(repr(getattr(k, "obj", k)) for k in skey) + ")"
+  return repr(tuple(getattr(k, "obj", k) for k in skey))
 
 
 def explain_cache_miss(fun, name, key, seen_keys, flag_names, names):

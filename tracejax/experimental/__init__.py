@@ -10,6 +10,10 @@ _SUBMODULES = frozenset({"jet", "loops", "ode", "optimizers", "optix", "stax"})
 
 
 def __getattr__(name):
+  if name == "io_callback":  # a function, as in JAX: `from jax.experimental import io_callback`
+    from tracejax._src.callback import io_callback
+    globals()[name] = io_callback
+    return io_callback
   if name in _SUBMODULES:
     module = _importlib.import_module(f"{__name__}.{name}")
     globals()[name] = module
@@ -18,4 +22,4 @@ def __getattr__(name):
 
 
 def __dir__():
-  return sorted(set(globals()) | _SUBMODULES)
+  return sorted(set(globals()) | _SUBMODULES | {"io_callback"})

@@ -164,32 +164,84 @@ def empty(shape, dtype=None):
   return full(shape, 0, dt)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
-  """An array with the shape (and dtype) of `a`, filled with `fill_value`."""
-  util.check_arraylike_or_list("full_like", a)
-  a = util.to_operand(a)
+def _duck_shape_dtype(a, fun_name):
+  """(shape, dtype) of an object that only has `shape` and `dtype` (a ShapeDtypeStruct)."""
+  try:
+    shp = tuple(int(d) for d in a.shape)
+    dt = dtypes.canonicalize_dtype(np.dtype(a.dtype))
+  except (TypeError, ValueError) as e:
+    raise TypeError(f"{fun_name}: argument `a` must be an array or have `shape` and "
+                    f"`dtype` attributes, got {type(a)}") from e
+  return shp, dt
+
+
+def _place(x, device):
+  """`x` on `device` when one is named (the `device=` of the *_like functions)."""
+  if device is None:
+    return x
+  from tracejax._src import api  # api sits above jax.numpy's modules
+  return api.device_put(x, device)
+
+
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
+  """An array with the shape (and dtype) of `a`, filled with `fill_value`.
+
+  Args:
+    a: an array, a scalar, or anything with `shape` and `dtype` attributes
+      (e.g. a `jax.ShapeDtypeStruct`).
+    fill_value: the value (broadcast to the shape).
+    dtype: the result dtype (default: `a`'s).
+    shape: the result shape (default: `a`'s).
+    device: where to place the result (default: the default device).
+    out_sharding: accepted for compatibility; same as `device`.
+
+  >>> full_like(jnp.zeros((2,), jnp.int32), 7)
+  DeviceArray([7, 7], dtype=int32)
+  """
+  device = device if device is not None else out_sharding
   dt = util.check_dtype(dtype, "full_like")
-  shp = util.shape(a) if shape is None else _shape_arg(shape, "full_like")
-  weak = dt is None and util.is_weak(a)
-  dt = dt if dt is not None else util.dtype_of(a)
+  if not util.is_arraylike(a) and not isinstance(a, (list, tuple)) and hasattr(
+      a, "shape") and hasattr(a, "dtype"):
+    a_shape, a_dtype = _duck_shape_dtype(a, "full_like")
+    weak = False
+  else:
+    util.check_arraylike_or_list("full_like", a)
+    a = util.to_operand(a)
+    a_shape, a_dtype = util.shape(a), util.dtype_of(a)
+    weak = dt is None and util.is_weak(a)
+  shp = a_shape if shape is None else _shape_arg(shape, "full_like")
+  dt = dt if dt is not None else a_dtype
   if util.ndim(fill_value):
-    return util.broadcast_to(asarray(fill_value, dt), shp)
-  return _broadcast_scalar(util.convert(util.to_operand(fill_value), dt, weak), shp)
+    return _place(util.broadcast_to(asarray(fill_value, dt), shp), device)
+  return _place(_broadcast_scalar(util.convert(util.to_operand(fill_value), dt, weak), shp),
+                device)
 
 
-def zeros_like(a, dtype=None, shape=None):
-  """Zeros with the shape and dtype of `a`."""
-  return full_like(a, 0, dtype, shape)
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+  """Zeros with the shape and dtype of `a` (an array or a ShapeDtypeStruct).
+
+  >>> zeros_like(jnp.ones((2,)))
+  DeviceArray([0., 0.], dtype=float32)
+  """
+  return full_like(a, 0, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def ones_like(a, dtype=None, shape=None):
-  """Ones with the shape and dtype of `a`."""
-  return full_like(a, 1, dtype, shape)
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+  """Ones with the shape and dtype of `a` (an array or a ShapeDtypeStruct).
+
+  >>> ones_like(jnp.zeros((2,)), shape=(3,))
+  DeviceArray([1., 1., 1.], dtype=float32)
+  """
+  return full_like(a, 1, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def empty_like(a, dtype=None, shape=None):
-  """Like `zeros_like` (C-S13)."""
-  return full_like(a, 0, dtype, shape)
+def empty_like(prototype, dtype=None, shape=None, *, device=None):
+  """Like `zeros_like`: JAX arrays are never uninitialized (C-S13).
+
+  >>> empty_like(jnp.ones((2,)))
+  DeviceArray([0., 0.], dtype=float32)
+  """
+  return full_like(prototype, 0, dtype, shape, device=device)
 
 
 # ---- ranges ----

@@ -1,0 +1,366 @@
+"""`jax.debug`: `print`, `callback` and `breakpoint`, usable inside `jit`, `vmap`, `grad`.
+
+All three bind `debug_callback_p` (in `callback.py`): an effect that runs a Python
+function on the runtime values when the computation runs, never removed as dead
+code, seeing primal values under differentiation and one batch element at a time
+under `vmap`.
+"""
+import builtins
+import cmd
+import inspect
+import linecache
+import os
+import pprint
+import sys
+
+import numpy as np
+
+from tracejax._src import tree_util
+from tracejax._src.callback import debug_callback_bind
+from tracejax._src.core import avals as avals_mod
+from tracejax._src.core.trace import Tracer
+
+
+def _split_args(args, kwargs):
+  """(tree, dynamic leaves, {leaf index: static leaf}): array-like leaves are passed
+  through the program, anything else (strings, None, functions) is kept aside."""
+  leaves, tree = tree_util.tree_flatten((args, kwargs))
+  dynamic, static = [], {}
+  for i, leaf in enumerate(leaves):
+    if isinstance(leaf, Tracer) or avals_mod.is_valid_jaxtype(leaf):
+      dynamic.append(leaf)
+    else:
+      static[i] = leaf
+  return tree, dynamic, static
+
+
+def _rebuild(tree, static, dynamic):
+  n = len(static) + len(dynamic)
+  it = iter(dynamic)
+  leaves = [static[i] if i in static else next(it) for i in range(n)]
+  return tree_util.tree_unflatten(tree, leaves)
+
+
+# ---- jax.debug.callback ----
+
+def debug_callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
+  """Call `callback(*args, **kwargs)` for its side effect when the computation runs.
+
+  Works eagerly and inside `jit`, `vmap` (one call per batch element), `grad`
+  (it sees the primal values; its arguments get no gradient) and control flow.
+  The call is never removed as dead code. With `ordered=True` it runs in program
+  order with the other ordered effects. Array arguments arrive as
+  `tracejax.Array`; other leaves (strings, None...) are passed unchanged.
+  With `callback=None`, returns a function taking `(callback, *args, **kwargs)`
+  (the two-call form: `jax.debug.callback(ordered=True)(fn, x)`).
+
+  Args:
+    callback: a Python function; its return value is ignored.
+    *args, **kwargs: its arguments (pytrees).
+    ordered: whether to order this call with the other ordered effects.
+    partitioned: accepted for compatibility (tracejax runs callbacks on one device).
+
+  Returns:
+    None (or the function of the two-call form).
+
+  >>> jax.jit(lambda x: jax.debug.callback(print, x + 1))(1.)
+  2.0
+  """
+  def call(callback, *args, **kwargs):
+    if not callable(callback):
+      raise TypeError("first argument to jax.debug.callback must be callable, but got an "
+                      f"object of type {type(callback)}")
+    tree, dynamic, static = _split_args(args, kwargs)
+
+    def flat_callback(*dyn):
+      a, k = _rebuild(tree, static, dyn)
+      callback(*a, **k)
+
+    flat_callback.__qualname__ = getattr(callback, "__qualname__", repr(callback))
+    debug_callback_bind(flat_callback, dynamic, ordered)
+
+  if callback is None:
+    if args or kwargs:
+      raise TypeError("jax.debug.callback with callback=None (the two-call form) takes no "
+                      f"other arguments, got args={args} kwargs={kwargs}")
+    return call
+  call(callback, *args, **kwargs)
+  return None
+
+
+# ---- jax.debug.print ----
+
+class _AnyValue:
+  """Stands for any argument while a format string is checked (`{x.y[0]:>8}`...)."""
+
+  def __format__(self, spec):
+    return ""
+
+  def __getattr__(self, name):
+    return self
+
+  def __getitem__(self, key):
+    return self
+
+
+def _check_format(fmt, args, kwargs):
+  """Raise now, as str.format would, for a placeholder with no matching argument."""
+  fmt.format(*[_AnyValue()] * len(args), **{k: _AnyValue() for k in kwargs})
+
+
+def debug_print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False,
+                **kwargs):
+  """Print `fmt.format(*args, **kwargs)` with the runtime values, when the computation runs.
+
+  Unlike `print`, it shows values inside `jit` (not tracers), when the compiled
+  program runs: printing is asynchronous, so block on a result (or call
+  `jax.effects_barrier()`) before reading the output. Under `vmap` it prints
+  once per batch element; under `grad` it prints the primal values, once. NumPy
+  print options in effect at the call are used for the values. With
+  `fmt=None`, returns a function taking `(fmt, *args, **kwargs)` (the two-call
+  form: `jax.debug.print(ordered=True)("x={}", x)`).
+
+  Args:
+    fmt: a `str.format` format string (not an f-string: formatting happens later).
+    *args, **kwargs: the values to format (pytrees of arrays, or other objects).
+    ordered: whether to order this print with the other ordered effects.
+    partitioned: accepted for compatibility (tracejax runs callbacks on one device).
+    skip_format_check: do not check the placeholders against the arguments now.
+
+  >>> jax.jit(lambda x: jax.debug.print("x = {x}", x=x * 2))(jnp.arange(3.))
+  x = [0. 2. 4.]
+  """
+  def call(fmt, *args, **kwargs):
+    if not isinstance(fmt, str):
+      raise TypeError(f"jax.debug.print: fmt must be a str, got {type(fmt).__name__} "
+                      f"({fmt!r})")
+    if not skip_format_check:
+      _check_format(fmt, args, kwargs)
+    options = np.get_printoptions()
+
+    def format_and_print(*a, **k):
+      with np.printoptions(**options):
+        text = fmt.format(*a, **k)
+      builtins.print(text)
+
+    debug_callback(format_and_print, *args, ordered=ordered, **kwargs)
+
+  if fmt is None:
+    if args or kwargs:
+      raise TypeError("jax.debug.print with fmt=None (the two-call form) takes no other "
+                      f"arguments, got args={args} kwargs={kwargs}")
+    return call
+  call(fmt, *args, **kwargs)
+  return None
+
+
+# ---- jax.debug.breakpoint ----
+
+_TRACEJAX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_frames(frame, filter_frames, num_frames):
+  """The caller's frames, innermost first, without tracejax's own (if filtering)."""
+  frames = []
+  while frame is not None:
+    fname = os.path.abspath(frame.f_code.co_filename)
+    if not (filter_frames and (fname.startswith(_TRACEJAX_DIR) or
+                               frame.f_code.co_filename.startswith("<frozen"))):
+      frames.append(frame)
+      if num_frames is not None and len(frames) >= num_frames:
+        break
+    frame = frame.f_back
+  return frames
+
+
+class _FrameInfo:
+  """What the debugger shows of one frame: where it is, and its local values."""
+
+  def __init__(self, filename, lineno, function, local_vars, global_vars):
+    self.filename, self.lineno, self.function = filename, lineno, function
+    self.locals, self.globals = local_vars, global_vars
+
+
+class _Debugger(cmd.Cmd):
+  """The breakpoint prompt: `p`/`pp` expressions, `l`ist, `w`here, `u`p, `d`own,
+  `c`ontinue; any other line is evaluated (or executed) in the frame."""
+  prompt = "(jdb) "
+
+  def __init__(self, frames, stdin, stdout):
+    super().__init__(stdin=stdin, stdout=stdout)
+    self.use_rawinput = False  # read self.stdin (sys.stdin, or what a test put there)
+    self.frames, self.index = frames, 0
+
+  @property
+  def frame(self):
+    return self.frames[self.index]
+
+  def _write(self, text):
+    self.stdout.write(text + "\n")
+    self.stdout.flush()
+
+  def _eval(self, expr):
+    return eval(expr, self.frame.globals, dict(self.frame.locals))
+
+  def _show_error(self):
+    etype, value = sys.exc_info()[:2]
+    self._write(f"*** {etype.__name__}: {value}")
+
+  def _where(self, index):
+    f = self.frames[index]
+    return f"{f.filename}({f.lineno}){f.function}()"
+
+  def do_p(self, arg):
+    """p expression: print the value of the expression."""
+    try:
+      self._write(repr(self._eval(arg)))
+    except Exception:
+      self._show_error()
+
+  def do_pp(self, arg):
+    """pp expression: pretty-print the value of the expression."""
+    try:
+      self._write(pprint.pformat(self._eval(arg)))
+    except Exception:
+      self._show_error()
+
+  def do_list(self, arg):
+    """l(ist): show the source around the current line."""
+    f = self.frame
+    start = max(1, f.lineno - 5)
+    for n in range(start, f.lineno + 6):
+      line = linecache.getline(f.filename, n)
+      if not line:
+        break
+      self._write(f"{n:4d} {'->' if n == f.lineno else '  '} {line.rstrip()}")
+  do_l = do_list
+
+  def do_where(self, arg):
+    """w(here): the frames, outermost last; '>' marks the current one."""
+    for i in range(len(self.frames)):
+      self._write(f"{'>' if i == self.index else ' '} {self._where(i)}")
+  do_w = do_bt = do_where
+
+  def do_up(self, arg):
+    """u(p): move to the calling (outer) frame."""
+    if self.index + 1 < len(self.frames):
+      self.index += 1
+      self._write(f"> {self._where(self.index)}")
+    else:
+      self._write("*** Oldest frame")
+  do_u = do_up
+
+  def do_down(self, arg):
+    """d(own): move to the called (inner) frame."""
+    if self.index > 0:
+      self.index -= 1
+      self._write(f"> {self._where(self.index)}")
+    else:
+      self._write("*** Newest frame")
+  do_d = do_down
+
+  def do_locals(self, arg):
+    """locals: the names and values of the current frame's local variables."""
+    for k, v in self.frame.locals.items():
+      self._write(f"{k} = {v!r}")
+
+  def do_continue(self, arg):
+    """c(ont(inue)): leave the debugger and let the computation go on."""
+    return True
+  do_c = do_cont = do_continue
+
+  def do_quit(self, arg):
+    """q(uit): the same as continue (a running computation cannot be abandoned)."""
+    return True
+  do_q = do_exit = do_quit
+
+  def do_EOF(self, arg):
+    """End of input: continue."""
+    self._write("")
+    return True
+
+  def default(self, line):
+    try:
+      code = compile(line, "<jdb>", "single")
+      exec(code, self.frame.globals, dict(self.frame.locals))
+    except Exception:
+      self._show_error()
+
+  def emptyline(self):
+    return False
+
+  def run(self):
+    self._write(f"Entering jdb:\n> {self._where(0)}")
+    self.cmdloop()
+
+
+def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=False,
+               token=None, **kwargs):
+  """Stop when the computation runs and open a prompt on the values of the caller's frames.
+
+  The prompt (``(jdb)``) reads commands from `sys.stdin`: ``p expr`` / ``pp
+  expr`` evaluate an expression on the frame's values (inside `jit` these are the
+  runtime values, not tracers), ``l`` lists the source, ``w`` shows the frames,
+  ``u`` / ``d`` move between them, ``locals`` lists the local variables, ``c``
+  (or ``q``, or the end of input) continues; any other line is evaluated in the
+  frame. Without a terminal the commands are read from whatever `sys.stdin`
+  is (a pipe, a file); at its end the computation continues, so a run with no
+  input never waits. If `sys.stdin` is None or closed, a note is printed and
+  the computation continues. Under `vmap` the prompt opens once per batch
+  element. In the frames outside the innermost one, traced values (of an outer
+  `jit` or `grad`) are shown as their abstract type.
+
+  Args:
+    backend: accepted for compatibility (callbacks run on the host CPU).
+    filter_frames: hide tracejax's own frames.
+    num_frames: how many frames (innermost first) to capture; None for all.
+    ordered: whether to order this breakpoint with the other ordered effects.
+    token: accepted for compatibility; must be None.
+
+  >>> def f(x):
+  ...   y = jnp.sin(x)
+  ...   jax.debug.breakpoint()   # (jdb) p y   -> the runtime value of y
+  ...   return y
+  """
+  if token is not None:
+    raise ValueError("jax.debug.breakpoint: token is not supported by tracejax; pass None "
+                     "(use ordered=True to order it with other effects).")
+  caller = inspect.currentframe().f_back
+  frames = _user_frames(caller, filter_frames, num_frames) or [caller]
+  infos, traced = [], {}
+  for depth, fr in enumerate(frames):
+    local_vars = {}
+    for name, value in fr.f_locals.items():
+      if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(value)):
+        if depth == 0:  # the frame that called breakpoint: its tracers are live
+          traced[name] = value  # passed through the program: the prompt sees values
+          continue
+        value = tree_util.tree_map(
+            lambda leaf: _Abstract(leaf.aval) if isinstance(leaf, Tracer) else leaf, value)
+      local_vars[name] = value
+    infos.append(_FrameInfo(fr.f_code.co_filename, fr.f_lineno, fr.f_code.co_name,
+                            local_vars, fr.f_globals))
+  del frames
+
+  def open_prompt(values):
+    stdin = sys.stdin
+    if stdin is None or getattr(stdin, "closed", False):
+      builtins.print("jax.debug.breakpoint: no stdin to read commands from; continuing.")
+      return
+    first = infos[0]
+    run_frames = [_FrameInfo(first.filename, first.lineno, first.function,
+                             {**first.locals, **values}, first.globals)] + infos[1:]
+    _Debugger(run_frames, stdin, sys.stdout).run()
+
+  debug_callback(open_prompt, traced, ordered=ordered)
+
+
+class _Abstract:
+  """A traced value of an outer frame, shown by its type (its value is not known here)."""
+
+  def __init__(self, aval):
+    self.aval = aval
+
+  def __repr__(self):
+    return f"<traced {self.aval.str_short()}>"
+

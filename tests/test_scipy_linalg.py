@@ -116,12 +116,11 @@ def test_expm_special_inputs(x64):
 
 
 def test_expm_grads(x64):
-  for s in (0.1, 3.0):   # a low degree without squaring, the top degree with squarings
-    a = _rand((3, 3), np.float64, 1, scale=s)
-    check_grads(jsl.expm, (a,), order=1, modes=("fwd", "rev"))
-  ac = _rand((3, 3), np.complex128, 2, scale=0.7)
-  check_grads(jsl.expm, (ac,), order=1, modes=("fwd", "rev"))
-  check_grads(jsl.expm, (_rand((3, 3), np.float64, 4, scale=0.3),), order=2, modes=("rev",))
+  # The top degree with squarings (real), a low degree without (complex).
+  check_grads(jsl.expm, (_rand((3, 3), np.float64, 1, scale=3.0),), order=1,
+              modes=("fwd", "rev"))
+  check_grads(jsl.expm, (_rand((3, 3), np.complex128, 2, scale=0.1),), order=1,
+              modes=("fwd", "rev"))
   # The gradient of a scalar function matches the adjoint Fréchet derivative:
   # d/dA sum(G * expm(A)) = L(A^T, G).
   a, g = _rand((4, 4), np.float64, 5), _rand((4, 4), np.float64, 6)
@@ -164,9 +163,9 @@ def test_det_inv(x64):
     a = _rand((3, 4, 4), dtype, 1)
     _close(jsl.det(a), np.linalg.det(a), dtype, scale=10)
     _close(jsl.inv(a), np.linalg.inv(a), dtype, scale=np.abs(np.linalg.inv(a)).max())
-  a = _rand((4, 4), np.float64, 2) + 3 * np.eye(4)
+  a = _rand((3, 3), np.float64, 2) + 3 * np.eye(3)
   check_grads(jsl.det, (a,), order=2, modes=("fwd", "rev"))
-  check_grads(jsl.inv, (a,), order=2, modes=("fwd", "rev"))
+  check_grads(jsl.inv, (a,), order=1, modes=("fwd", "rev"))
   check_grads(jsl.det, (_rand((3, 3), np.complex128, 3),), order=1, modes=("fwd", "rev"))
 
 

@@ -352,3 +352,23 @@ def test_live_arrays():
   assert all(isinstance(a, jax.Array) for a in live)
   x.delete()
   assert not any(a is x for a in jax.live_arrays())
+
+
+def test_traced_is_callable_and_device_assignment():
+  t = jax.jit(_f).trace(X, Y)
+  np.testing.assert_allclose(t(X, Y), _expected(), rtol=1e-6)
+  c = t.lower().compile(device_assignment=jax.devices()[:1])
+  np.testing.assert_allclose(c(X, Y), _expected(), rtol=1e-6)
+  with pytest.raises(ValueError, match="exactly one device"):
+    t.lower().compile(device_assignment=())
+
+
+def test_donated_python_scalar_does_not_break_later_calls():
+  # Donating a Python scalar must not delete a buffer shared with other calls.
+  f = jax.jit(lambda a, b: a + b, donate_argnums=0)
+  assert float(f(1.25, 2.0)) == 3.25
+  assert float(f(1.25, 2.0)) == 3.25
+  assert float(jnp.ones(()) * 1.25) == 1.25
+  c = jax.jit(lambda a, b: a + b, donate_argnums=0).lower(1.25, 2.0).compile()
+  assert float(c(1.25, 2.0)) == 3.25
+  assert float(c(1.25, 2.0)) == 3.25

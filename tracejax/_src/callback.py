@@ -458,8 +458,9 @@ ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp
 
 
 def _debug_callback_transpose(cts, *args, **params):
-  raise ValueError("Transpose doesn't support debugging callbacks: a jax.debug callback "
-                   "received a value of the linear (tangent) part of a gradient.")
+  # A callback that sees tangents (e.g. a print in a custom_jvp rule) is part of the
+  # linear map; its transpose contributes no cotangent and, as in JAX, does not run.
+  return [None] * len(args)
 
 
 ad.primitive_transposes[debug_callback_p] = _debug_callback_transpose

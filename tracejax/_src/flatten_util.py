@@ -32,10 +32,10 @@ def ravel_pytree(pytree):
 
   Example:
     >>> flat, unravel = ravel_pytree({"a": jnp.ones((2, 2)), "b": 3.0})
-    >>> flat
-    Array([1., 1., 1., 1., 3.], dtype=float32)
-    >>> unravel(flat * 2)["b"]
-    Array(6., dtype=float32)
+    >>> print(flat)
+    [1. 1. 1. 1. 3.]
+    >>> print(unravel(flat * 2)["b"])
+    6.0
   """
   leaves, treedef = tree_flatten(pytree)
   if not leaves:

@@ -325,8 +325,12 @@ class Jitted:
       e = self._compile(key, in_tree, in_avals, svals, dyn, dkw)
       if not hasattr(e, "exe"):
         return self._call_traced(leaves, in_tree, skey, svals, e), None, 0
-    bufs = e.const_bufs + [x if type(x) is Array else dispatch.to_buffer(x, a)
-                           for x, a in zip(leaves, in_avals)]
+    if self.donate_argnums:  # donated inputs need buffers of their own (see _private_buffer)
+      bufs = e.const_bufs + [x if type(x) is Array else _private_buffer(x, a)
+                             for x, a in zip(leaves, in_avals)]
+    else:
+      bufs = e.const_bufs + [x if type(x) is Array else dispatch.to_buffer(x, a)
+                             for x, a in zip(leaves, in_avals)]
     outs = e.exe.execute(bufs)
     if config.jax_debug_nans or config.jax_debug_infs:
       _check_nans_op_by_op(e.jaxpr, e.consts, leaves, outs, self._name)
@@ -420,6 +424,13 @@ def clear_caches():
   _call_exes.clear()
   dispatch.clear_cache()
   backend.clear_caches()
+
+
+def _private_buffer(x, aval):
+  """A fresh device buffer for a non-Array argument of a function with donation:
+  `dispatch.to_buffer` shares the buffers of small constants between calls, and
+  donating one would delete it for every later user."""
+  return backend.device_put(np.asarray(x, aval.dtype))
 
 
 def _normalize_argnums(argnums, name):
@@ -519,7 +530,7 @@ backend.pytree_registry.register_node(
     collections.defaultdict, _defaultdict_flatten,
     lambda aux, vals: collections.defaultdict(aux[0], zip(aux[1], vals)))
 _trace_mod.on_trace_change = backend.tracing_flag.set_local
-_ = (np, dtypes, errors)
+_ = (dtypes, errors)
 
 
 def _register_call_rules():

@@ -211,6 +211,13 @@ class Traced(_Stage):
 
   def __init__(self, closed_jaxpr, info):
     self._closed_jaxpr, self._info = closed_jaxpr, info
+    self._compiled = None
+
+  def __call__(self, *args, **kwargs):
+    """Run for arguments of the traced types (compiled on the first call), as `Compiled`."""
+    if self._compiled is None:
+      self._compiled = self.lower().compile()
+    return self._compiled(*args, **kwargs)
 
   @property
   def jaxpr(self):
@@ -247,7 +254,9 @@ class Traced(_Stage):
 # What `Lowered.compile(compiler_options=...)` takes: XLA option names to values.
 CompilerOptions = dict[str, str | bool | int | float]
 
-_DIALECTS = (None, "stablehlo", "hlo")
+# 'mhlo' is the 2022 name (seed 059 calls `compiler_ir('mhlo')`); jaxlib 0.10.2 no
+# longer has the MHLO dialect, so it is served the StableHLO module it evolved into.
+_DIALECTS = (None, "stablehlo", "hlo", "mhlo")
 
 
 def _check_dialect(dialect):
@@ -296,15 +305,24 @@ class Lowered(_Stage):
     'transcendentals', 'bytes accessed', ..."""
     return backend.module_cost_analysis(self._text)
 
-  def compile(self, compiler_options=None):
+  def compile(self, compiler_options=None, *, device_assignment=None):
     """Compile with XLA; returns a `Compiled`.
 
     Args:
       compiler_options: None or a dict of XLA option names to values, e.g.
         `{"xla_cpu_enable_fast_math": True}`.
+      device_assignment: None, or a one-device sequence: the device to compile for
+        (default: the default device).
     """
-    exe = backend.compile(self._text, self._info.out_avals, compiler_options=compiler_options,
-                          name=self._info.fun_name)
+    device = None
+    if device_assignment is not None:
+      devs = tuple(device_assignment)
+      if len(devs) != 1:
+        raise ValueError("device_assignment must hold exactly one device for a jit "
+                         f"stage, got {len(devs)}.")
+      device = devs[0]
+    exe = backend.compile(self._text, self._info.out_avals, device=device,
+                          compiler_options=compiler_options, name=self._info.fun_name)
     return Compiled(exe, self._consts, self._info)
 
 
@@ -322,7 +340,8 @@ class Compiled(_Stage):
 
   def __init__(self, exe, consts, info):
     self._exe, self._info = exe, info
-    self._const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c)) for c in consts]
+    self._const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c), exe.device)
+                        for c in consts]
 
   def as_text(self):
     """XLA's optimized HLO of the executable."""
@@ -371,9 +390,9 @@ class Compiled(_Stage):
       if type(x) is Array:
         bufs.append(x)
       elif donated:  # a private buffer: never donate a cached (shared) one
-        bufs.append(backend.device_put(np.asarray(x, want.dtype)))
+        bufs.append(backend.device_put(np.asarray(x, want.dtype), self._exe.device))
       else:
-        bufs.append(dispatch.to_buffer(x, want))
+        bufs.append(dispatch.to_buffer(x, want, self._exe.device))
     if bad:
       raise TypeError(
           "Argument types differ from the types for which this computation was compiled. "

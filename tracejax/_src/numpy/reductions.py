@@ -405,8 +405,161 @@ def nancumprod(a, axis=None, dtype=None, out=None):
   return cumprod(_nan_replaced(a, 1), axis, dtype, out)
 
 
-cumulative_sum = cumsum
+def _cumulative_api(name, x, axis, dtype, include_initial, fn, identity):
+  """The array API's cumulative_sum/prod: axis required above 1-D, optional leading
+  identity, and small integers accumulate in the default integer type (as `sum`)."""
+  util.check_arraylike(name, x)
+  x = util.to_array(x)
+  nd = util.ndim(x)
+  if nd == 0:
+    raise ValueError(f"{name}: the input must be non-scalar to take a cumulative "
+                     "reduction, but a scalar was given")
+  if axis is None:
+    if nd > 1:
+      raise ValueError(f"{name}: the input has rank {nd}, so `axis` must be given "
+                       "explicitly (it is only optional for one-dimensional arrays)")
+    axis = 0
+  axis = util.canonicalize_axis(axis, nd)
+  dt = util.check_dtype(dtype, name)
+  if dt is None:
+    dt = _promote_integer(util.dtype_of(x))
+  out = fn(util.convert(x, dt, False), axis=axis, dtype=dt)
+  if include_initial:
+    shp = list(util.shape(out))
+    shp[axis] = 1
+    out = structural.concatenate([creation.full(shp, identity(dt), dt), out], axis)
+  return out
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+  """Cumulative sum along `axis` (the array API's cumsum).
+
+  Args:
+    x: array with at least one dimension.
+    axis: required when `x` has more than one dimension.
+    dtype: accumulation and result dtype (default: as `sum`, so small integers and
+      bools accumulate in the default integer type).
+    include_initial: start the result with the sum of nothing (a zero), making the
+      axis one longer.
+
+  >>> cumulative_sum(jnp.array([1, 2, 3]), include_initial=True)
+  DeviceArray([0, 1, 3, 6], dtype=int32)
+  """
+  return _cumulative_api("cumulative_sum", x, axis, dtype, include_initial, cumsum,
+                         _sum_identity)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+  """Cumulative product along `axis` (the array API's cumprod).
+
+  Args:
+    x: array with at least one dimension.
+    axis: required when `x` has more than one dimension.
+    dtype: accumulation and result dtype (default: as `prod`).
+    include_initial: start the result with the empty product (a one).
+
+  >>> cumulative_prod(jnp.array([1, 2, 3]))
+  DeviceArray([1, 2, 6], dtype=int32)
+  """
+  return _cumulative_api("cumulative_prod", x, axis, dtype, include_initial, cumprod,
+                         _prod_identity)
+
+
 cumproduct = cumprod
+
+
+# ---- NaN-ignoring arg-reductions and moments ----
+
+def _nan_arg_reduce(name, arg_fn, fill, a, axis, keepdims):
+  util.check_arraylike_or_list(name, a)
+  a = util.to_array(a)
+  if not dtypes.is_inexact(util.dtype_of(a)):
+    return arg_fn(a, axis, keepdims=bool(keepdims))
+  nan_mask = ufuncs.isnan(a)
+  res = arg_fn(ufuncs.where(nan_mask, util.convert(fill, util.dtype_of(a), False), a), axis,
+               keepdims=bool(keepdims))
+  # All-NaN slices have no answer; JAX returns -1 there instead of raising.
+  all_nan = all(nan_mask, axis, keepdims=bool(keepdims))
+  return ufuncs.where(all_nan, util.convert(-1, util.dtype_of(res), False), res)
+
+
+def nanargmax(a, axis=None, out=None, keepdims=None):
+  """Index of the maximum along `axis`, ignoring NaNs (-1 where a slice is all NaN).
+
+  >>> nanargmax(jnp.array([jnp.nan, 2., 1.]))
+  DeviceArray(1, dtype=int32)
+  """
+  _no_out(out, "nanargmax")
+  return _nan_arg_reduce("nanargmax", argmax, -np.inf, a, axis, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, keepdims=None):
+  """Index of the minimum along `axis`, ignoring NaNs (-1 where a slice is all NaN).
+
+  >>> nanargmin(jnp.array([jnp.nan, 2., 1.]))
+  DeviceArray(2, dtype=int32)
+  """
+  _no_out(out, "nanargmin")
+  return _nan_arg_reduce("nanargmin", argmin, np.inf, a, axis, keepdims)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
+           mean=None):
+  """Variance over `axis` of the non-NaN elements, normalized by (count - ddof).
+
+  Args:
+    a: array; axis, dtype, ddof, keepdims: as in `var`.
+    where: only these elements take part (besides skipping NaNs).
+    mean: a precomputed mean (broadcastable with keepdims=True), used instead of
+      the NaN-ignoring mean.
+
+  Slices with count <= ddof give NaN.
+
+  >>> nanvar(jnp.array([1., jnp.nan, 3.]))
+  DeviceArray(1., dtype=float32)
+  """
+  _no_out(out, "nanvar")
+  a, dims = _prepare("nanvar", a, axis)
+  a_dt = util.dtype_of(a)
+  comp = dtypes.to_inexact_dtype(a_dt)
+  if comp in _low_precision:
+    comp = np.dtype(np.float32)
+  dt = util.check_dtype(dtype, "nanvar") or dtypes.to_real_dtype(dtypes.to_inexact_dtype(a_dt))
+  a = util.convert(a, comp, False)
+  mask = ufuncs.logical_not(ufuncs.isnan(a))
+  if where is not None:
+    mask = ufuncs.logical_and(mask, where)
+  zero = util.convert(0, comp, False)
+  if mean is None:
+    m = ufuncs.true_divide(
+        sum(ufuncs.where(mask, a, zero), dims, keepdims=True),
+        util.convert(sum(mask, dims, keepdims=True), dtypes.to_real_dtype(comp), False))
+  else:
+    m = util.convert(util.to_array(mean), comp, False)
+  centered = ufuncs.where(mask, ufuncs.subtract(a, m), zero)
+  if dtypes.is_complex(comp):
+    sq = lax_ew.real(lax_ew.mul(centered, lax_ew.conj(centered)))
+  else:
+    sq = lax_ew.mul(centered, centered)
+  total = sum(sq, dims, keepdims=True)
+  real_comp = util.dtype_of(total)
+  normalizer = ufuncs.subtract(util.convert(sum(mask, dims, keepdims=True), real_comp, False),
+                               util.convert(ddof, real_comp, False))
+  res = ufuncs.where(ufuncs.greater(normalizer, 0), ufuncs.true_divide(total, normalizer),
+                     util.convert(np.nan, real_comp, False))
+  res = util.convert(res, dt, False)
+  return res if keepdims else util.reshape(res, _drop_dims(util.shape(res), dims))
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
+           mean=None):
+  """Standard deviation over `axis` of the non-NaN elements: sqrt(nanvar(...)).
+
+  >>> nanstd(jnp.array([1., jnp.nan, 3.]))
+  DeviceArray(1., dtype=float32)
+  """
+  _no_out(out, "nanstd")
+  return ufuncs.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean))
 
 
 # ---- eager dispatch ----

@@ -791,6 +791,84 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
   return _select(isneginf(out), util.convert(neginf, dt, False), out)
 
 
+# ---- mantissa and exponent ----
+# Both read and write the exponent field of the IEEE bit pattern (bitcast to an
+# unsigned integer of the same width), which is exact where exp2/log2 are not.
+
+def _float_layout(dt):
+  """(unsigned int dtype of the same width, mantissa bits, exponent bias) of `dt`."""
+  info = dtypes.finfo(dt)
+  uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
+  return np.dtype(uint), int(info.nmant), 2 ** (int(info.nexp) - 1) - 1
+
+
+def frexp(x, /):
+  """(mantissa, exponent) with x = mantissa * 2**exponent and 0.5 <= |mantissa| < 1.
+
+  Zeros, infinities and NaNs give (x, 0). The exponent is int32.
+
+  >>> frexp(jnp.array([3.0, -5.5]))
+  (DeviceArray([ 0.75  , -0.6875], dtype=float32), DeviceArray([2, 3], dtype=int32))
+  """
+  x, = util.promote_args_inexact("frexp", x)
+  dt = _dtype(x)
+  if dtypes.is_complex(dt):
+    raise TypeError("frexp does not support complex-valued inputs")
+  udt, nmant, bias = _float_layout(dt)
+  exp_mask = (1 << (8 * udt.itemsize - 1 - nmant)) - 1
+  # Subnormals: scale into the normal range first, and account for it after.
+  subnormal = lax.bitwise_and(lax.ne(x, _constant_like(x, 0)),
+                              lax.lt(lax.abs(x), _constant_like(x, dtypes.finfo(dt).tiny)))
+  xs = _select(subnormal, lax.mul(x, _constant_like(x, 2.0 ** nmant)), x)
+  bits = lax.bitcast_convert_type(xs, udt)
+  field = lax.bitwise_and(lax.shift_right_logical(bits, util.convert(nmant, udt)),
+                          util.convert(exp_mask, udt))
+  e = lax.sub(util.convert_element_type(field, np.int32), np.int32(bias - 1))
+  e = _select(subnormal, lax.sub(e, np.int32(nmant)), e)
+  # Keep sign and fraction; set the exponent field to that of 0.5.
+  keep = util.convert(~np.array(exp_mask << nmant, udt), udt)
+  mbits = lax.bitwise_or(lax.bitwise_and(bits, keep), util.convert((bias - 1) << nmant, udt))
+  mant = lax.bitcast_convert_type(mbits, dt)
+  special = lax.bitwise_or(lax.eq(x, _constant_like(x, 0)),
+                           lax.bitwise_not(lax.is_finite(x)))
+  return _select(special, x, mant), _select(special, np.int32(0), e)
+
+
+def ldexp(x1, x2, /):
+  """x1 * 2**x2 elementwise, for integer `x2` (exact, without overflow in between).
+
+  >>> ldexp(jnp.array([0.75, 1.0]), jnp.array([2, -3]))
+  DeviceArray([3.   , 0.125], dtype=float32)
+  """
+  util.check_arraylike("ldexp", x1, x2)
+  x2 = util.to_operand(x2)
+  if not (dtypes.is_integer(util.dtype_of(x2)) or dtypes.is_bool(util.dtype_of(x2))):
+    raise TypeError(f"ldexp: the exponent x2 must be an integer array, got dtype "
+                    f"{util.dtype_of(x2)}")
+  x1, = util.promote_args_inexact("ldexp", x1)
+  dt = _dtype(x1)
+  if dtypes.is_complex(dt):
+    raise TypeError("ldexp does not support complex-valued inputs")
+  x1, x2 = util.promote_shapes("ldexp", x1, x2)
+  udt, nmant, bias = _float_layout(dt)
+  # Beyond this any finite nonzero x1 overflows or underflows completely.
+  limit = 2 * (bias + 1) + nmant + 2
+  k = util.convert(x2, np.int32)
+  k = lax.clamp(np.int32(-limit), k, np.int32(limit))
+  # Four factors 2**p, 2**p, 2**p, 2**r with |p|, |r| < bias: each is a normal
+  # number built from its bit pattern, and the running product moves
+  # monotonically from x1 to the result, so nothing overflows early.
+  p = floor_divide(k, np.int32(4))
+  r = lax.sub(k, lax.mul(p, np.int32(3)))
+
+  def pow2(n):
+    field = util.convert_element_type(lax.add(n, np.int32(bias)), udt)
+    return lax.bitcast_convert_type(lax.shift_left(field, util.convert(nmant, udt)), dt)
+  fp = pow2(p)
+  out = lax.mul(lax.mul(lax.mul(lax.mul(x1, fp), fp), fp), pow2(r))
+  return out
+
+
 # ---- eager dispatch ----
 # Every function above whose parameters are all positional-only arrays becomes an
 # inline `jit` (as JAX's are): an eager call then runs through jaxlib's C++ jit

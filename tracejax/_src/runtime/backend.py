@@ -262,7 +262,10 @@ def check_not_deleted(buffers):
   """RuntimeError naming the first deleted array among `buffers` (after `x.delete()`)."""
   for b in buffers:
     if isinstance(b, ArrayImpl) and b.is_deleted():
-      raise RuntimeError(f"Array has been deleted with shape={b.aval.str_short()}.") from None
+      aval = b.aval
+      shape = aval.str_short() if hasattr(aval, "str_short") else \
+          f"{np.dtype(aval.dtype).name}{list(aval.shape)}".replace(" ", "")
+      raise RuntimeError(f"Array has been deleted with shape={shape}.") from None
 
 
 _exe_cache = {}

@@ -216,7 +216,8 @@ def test_io_callback_jit_effects_not_dropped():
   h = jax.jit(lambda x: (inner(x), x)[1])
   h(np.float32(5.))
   assert log[-1] == 5.
-  k = jax.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: (io_callback(record, sds(c), c), c + 1)[1], x))
+  body = lambda i, c: (io_callback(record, sds(c), c), c + 1)[1]  # result unused
+  k = jax.jit(lambda x: lax.fori_loop(0, 3, body, x))
   np.testing.assert_allclose(k(np.float32(10.)), 13.)
   assert log[-3:] == [10., 11., 12.]
   # eagerly too

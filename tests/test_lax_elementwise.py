@@ -13,6 +13,7 @@ reverse, order 2, float64; complex reverse mode with JAX's check_vjp convention)
 """
 import contextlib
 import functools
+import types
 import warnings
 import zlib
 
@@ -27,10 +28,16 @@ from tracejax._src.config import config
 from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering
 from tracejax._src.jit import jit
-from tracejax._src.lax import elementwise as lax
+from tracejax._src.lax import elementwise as _lax_elementwise
 from tracejax._src.lax import reference as ref
+from tracejax._src.lax import special as _lax_special
 from tracejax._src.runtime.array import Array
 from tracejax._src.test_util import check_grads, numerical_jvp
+
+# The two elementwise families (elementwise.py, and special.py for the special
+# functions) under one name, as `tracejax.lax` has them.
+lax = types.SimpleNamespace(**{**vars(_lax_elementwise), **vars(_lax_special),
+                               "__all__": _lax_elementwise.__all__ + _lax_special.__all__})
 
 d = np.dtype
 f16, f32, f64 = d(np.float16), d(np.float32), d(np.float64)

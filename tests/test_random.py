@@ -974,7 +974,7 @@ def test_implicit_gradients_of_generalized_normal_and_ball():
 
 
 def test_random_gamma_primitive_rules():
-  from tracejax._src.random import random_gamma_p
+  from tracejax._src.random_samplers import random_gamma_p
   jaxpr = jax.make_jaxpr(lambda k, a: random.gamma(k, a))(random.PRNGKey(0), 1.)
   assert "random_gamma" in str(jaxpr)
   assert random_gamma_p.name == "random_gamma"

@@ -117,9 +117,9 @@ def test_expm_special_inputs(x64):
 
 def test_expm_grads(x64):
   # The top degree with squarings (real), a low degree without (complex).
-  check_grads(jsl.expm, (_rand((3, 3), np.float64, 1, scale=3.0),), order=1,
+  check_grads(jit(jsl.expm), (_rand((3, 3), np.float64, 1, scale=3.0),), order=1,
               modes=("fwd", "rev"))
-  check_grads(jsl.expm, (_rand((3, 3), np.complex128, 2, scale=0.1),), order=1,
+  check_grads(jit(jsl.expm), (_rand((3, 3), np.complex128, 2, scale=0.1),), order=1,
               modes=("fwd", "rev"))
   # The gradient of a scalar function matches the adjoint Fréchet derivative:
   # d/dA sum(G * expm(A)) = L(A^T, G).
@@ -164,9 +164,10 @@ def test_det_inv(x64):
     _close(jsl.det(a), np.linalg.det(a), dtype, scale=10)
     _close(jsl.inv(a), np.linalg.inv(a), dtype, scale=np.abs(np.linalg.inv(a)).max())
   a = _rand((3, 3), np.float64, 2) + 3 * np.eye(3)
-  check_grads(jsl.det, (a,), order=2, modes=("fwd", "rev"))
-  check_grads(jsl.inv, (a,), order=1, modes=("fwd", "rev"))
-  check_grads(jsl.det, (_rand((3, 3), np.complex128, 3),), order=1, modes=("fwd", "rev"))
+  check_grads(jit(jsl.det), (a,), order=2, modes=("fwd", "rev"))
+  check_grads(jit(jsl.inv), (a,), order=1, modes=("fwd", "rev"))
+  check_grads(jit(jsl.det), (_rand((3, 3), np.complex128, 3),), order=1,
+              modes=("fwd", "rev"))
 
 
 def test_det_singular_has_finite_adjugate_gradient(x64):
@@ -194,7 +195,7 @@ def test_solve(x64, assume_a):
     x = jsl.solve(a[0], b[0, :, 0], assume_a=assume_a)      # a vector
     _close(x, want[0, :, 0], dtype, scale=np.abs(want).max())
   a, b = _spd((4, 4), np.float64, 3), _rand((4, 2), np.float64, 4)
-  check_grads(lambda a, b: jsl.solve(a, b, assume_a=assume_a), (a, b), order=1,
+  check_grads(jit(lambda a, b: jsl.solve(a, b, assume_a=assume_a)), (a, b), order=1,
               modes=("fwd", "rev"))
 
 
@@ -231,7 +232,7 @@ def test_solve_triangular_batched_and_grads(x64):
   got = jsl.solve_triangular(a, b, lower=True)
   want = np.stack([sl.solve_triangular(x, b, lower=True) for x in a])
   np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
-  check_grads(lambda a, b: jsl.solve_triangular(a, b, trans=1, lower=True), (a[0], b),
+  check_grads(jit(lambda a, b: jsl.solve_triangular(a, b, trans=1, lower=True)), (a[0], b),
               order=2, modes=("fwd", "rev"))
   with pytest.raises(ValueError, match="trans"):
     jsl.solve_triangular(a, b, trans=3)
@@ -250,9 +251,9 @@ def test_cholesky_cho_factor_cho_solve(x64):
       _close(jsl.cho_solve(c, b), want, dtype, scale=np.abs(want).max())
       _close(jsl.cho_solve(c, b[..., 0]), want[..., 0], dtype, scale=np.abs(want).max())
   a, b = _spd((3, 3), np.float64, 3), _rand((3, 2), np.float64, 4)
-  check_grads(lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b), (a, b), order=1,
+  check_grads(jit(lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b)), (a, b), order=1,
               modes=("fwd", "rev"))
-  check_grads(lambda c, b: jsl.cho_solve((c, True), b), (np.linalg.cholesky(a), b),
+  check_grads(jit(lambda c, b: jsl.cho_solve((c, True), b)), (np.linalg.cholesky(a), b),
               order=2, modes=("fwd", "rev"))
   with pytest.raises(TypeError, match="c_and_lower"):
     jsl.cho_solve(a, b)
@@ -344,7 +345,7 @@ def test_eigh(x64):
       del herm
     _close(jsl.eigh(a, eigvals_only=True), np.linalg.eigvalsh(a), dtype, scale=4)
   a = _rand((4, 4), np.float64, 2)
-  check_grads(lambda a: jsl.eigh(a + a.T, eigvals_only=True), (a,), order=2,
+  check_grads(jit(lambda a: jsl.eigh(a + a.T, eigvals_only=True)), (a,), order=2,
               modes=("fwd", "rev"))
   with pytest.raises(NotImplementedError, match="b must be None"):
     jsl.eigh(a, a)
@@ -406,15 +407,15 @@ def test_polar_hessenberg(x64):
     wu, wp = sl.polar(a[0], side=side)
     np.testing.assert_allclose(np.asarray(u[0]), wu, atol=1e-12)
     np.testing.assert_allclose(np.asarray(p[0]), wp, atol=1e-12)
-  check_grads(lambda a: jsl.polar(a)[0], (a[0],), order=1, modes=("fwd", "rev"))
+  check_grads(jit(lambda a: jsl.polar(a)[0]), (a[0],), order=1, modes=("fwd", "rev"))
   for dtype in (np.float32, np.complex128):
     a = _rand((2, 5, 5), dtype, 2)
-    h, q = jsl.hessenberg(a, calc_q=True)
+    h, q = jit(lambda a: jsl.hessenberg(a, calc_q=True))(a)
     wh, wq = sl.hessenberg(a[1], calc_q=True)
     _close(h[1], wh, dtype, scale=5)
     _close(q[1], wq, dtype)
     _close(q @ h @ _H(np.asarray(q)), a, dtype, scale=5)
-  check_grads(lambda a: jsl.hessenberg(a), (_rand((4, 4), np.float64, 3),), order=1,
+  check_grads(jit(lambda a: jsl.hessenberg(a)), (_rand((3, 3), np.float64, 3),), order=1,
               modes=("fwd", "rev"))
 
 
@@ -438,8 +439,8 @@ def test_eigh_tridiagonal(x64):
       np.asarray(jsl.eigh_tridiagonal(np.array([1., 2., 3.]), ec, eigvals_only=True)),
       np.linalg.eigvalsh(tc), atol=1e-12)
   d, e = _rand((5,), np.float64, 3), _rand((4,), np.complex128, 4)
-  check_grads(lambda d, e: jsl.eigh_tridiagonal(d, e, eigvals_only=True, select="i",
-                                                select_range=(1, 3)),
+  check_grads(jit(lambda d, e: jsl.eigh_tridiagonal(d, e, eigvals_only=True, select="i",
+                                                    select_range=(1, 3))),
               (d, e), order=1, modes=("fwd", "rev"))
   with pytest.raises(NotImplementedError, match="select='v'"):
     jsl.eigh_tridiagonal(d, e, eigvals_only=True, select="v", select_range=(0., 1.))
@@ -460,10 +461,13 @@ def test_jit_and_vmap_match_loops():
       lambda a, b: jsl.lu(a)[1] @ b,
   ]
   for f in fns:
-    want = np.stack([np.asarray(f(x, y)) for x, y in zip(a, b)])
-    np.testing.assert_allclose(np.asarray(vmap(f)(a, b)), want, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(np.asarray(jit(f)(a, b)), np.asarray(f(a, b)), rtol=1e-5,
-                               atol=1e-5)
+    # One compiled program per side: the jitted function in a Python loop, and its vmap.
+    jf = jit(f)
+    want = np.stack([np.asarray(jf(x, y)) for x, y in zip(a, b)])
+    np.testing.assert_allclose(np.asarray(jit(vmap(f))(a, b)), want, rtol=1e-4, atol=1e-4)
+  # Eagerly too, for one of them.
+  np.testing.assert_allclose(np.asarray(fns[2](a, b)), np.asarray(jit(fns[2])(a, b)),
+                             rtol=1e-5, atol=1e-5)
   # vmap of a vmapped expm (the batch-wide degree choice under a batched predicate).
   m = _expm_batch(np.float32, n=3)[None].repeat(2, 0)
   np.testing.assert_allclose(np.asarray(vmap(vmap(jsl.expm))(m)),

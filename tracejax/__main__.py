@@ -1,29 +1,138 @@
-"""`python -m tracejax run SCRIPT [ARGS...]`: run an unmodified JAX program on tracejax.
+"""`python -m tracejax run ...`: run an unmodified JAX program or library on tracejax.
 
 An import hook makes `import jax` and every `jax.*` submodule resolve to the
-tracejax module of the same name, then the script runs as `__main__`.
+tracejax module of the same name; then the program runs as `__main__`, the way
+`python` itself would run it:
+
+  python -m tracejax run SCRIPT [ARGS...]      # like `python SCRIPT`
+  python -m tracejax run -m MODULE [ARGS...]   # like `python -m MODULE` (pytest, ...)
+  python -m tracejax run -c CODE [ARGS...]     # like `python -c CODE`
+
+Child interpreters get the hook too: `run` sets `TRACEJAX_ALIAS_JAX=1` and puts
+the directory of tracejax's own `sitecustomize.py` (`tracejax/_alias_site/`)
+first on `PYTHONPATH`, so `python -m tracejax run -m pytest -n 2` reaches the
+pytest-xdist workers.
 """
+import importlib.util
 import os
 import runpy
 import sys
 
-USAGE = "usage: python -m tracejax run SCRIPT [ARGS...]"
+USAGE = """\
+usage: python -m tracejax run SCRIPT [ARGS...]     run a JAX program on tracejax
+       python -m tracejax run -m MODULE [ARGS...]  run a module, like `python -m`
+       python -m tracejax run -c CODE [ARGS...]    run a string, like `python -c`
+       python -m tracejax --help | --version
+
+`import jax` (and every `jax.*` module) gives tracejax, in this interpreter and
+in the Python processes it starts (TRACEJAX_ALIAS_JAX=1 and tracejax's
+sitecustomize on PYTHONPATH; set TRACEJAX_ALIAS_JAX=0 in a child to opt out)."""
+
+ENV_FLAG = "TRACEJAX_ALIAS_JAX"
+SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_alias_site")
+
+
+def _usage_error(message=None):
+  if message:
+    print(f"tracejax run: {message}", file=sys.stderr)
+  print(USAGE, file=sys.stderr)
+  return 2
+
+
+def _version():
+  from tracejax import __version__
+  try:
+    from importlib.metadata import version
+    jaxlib = version("jaxlib")
+  except Exception:  # metadata missing (a source tree on PYTHONPATH): say so, don't fail
+    jaxlib = "unknown"
+  return f"tracejax {__version__} (jaxlib {jaxlib})"
+
+
+def propagate_to_children(environ=None):
+  """Makes Python processes started from now on install the `jax` alias hook too.
+
+  Sets `TRACEJAX_ALIAS_JAX=1` and puts `tracejax/_alias_site` (holding a
+  `sitecustomize.py` that installs the hook when the variable is set) first on
+  `PYTHONPATH`, once.
+
+  Args:
+    environ: the mapping to change; `os.environ` by default.
+
+  Example:
+    >>> env = {"PYTHONPATH": "/opt/lib"}
+    >>> propagate_to_children(env)
+    >>> env["TRACEJAX_ALIAS_JAX"], env["PYTHONPATH"].endswith("/opt/lib")
+    ('1', True)
+  """
+  environ = os.environ if environ is None else environ
+  environ[ENV_FLAG] = "1"
+  entries = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+  if SITE_DIR not in entries:
+    environ["PYTHONPATH"] = os.pathsep.join([SITE_DIR] + entries)
+
+
+def _set_path0(entry):
+  # `python -m tracejax` put the cwd first on sys.path; `python SCRIPT` would have put
+  # the script's directory there instead (nothing under -P / PYTHONSAFEPATH).
+  if not sys.flags.safe_path and sys.path:
+    sys.path[0] = entry
 
 
 def main(argv=None):
+  """Entry point of `python -m tracejax`; returns the exit status.
+
+  Args:
+    argv: the arguments after `python -m tracejax` (`sys.argv[1:]` by default).
+
+  Example:
+    >>> main(["run", "-c", "import jax; print(jax.__name__)"])
+    tracejax
+    0
+  """
   argv = list(sys.argv[1:] if argv is None else argv)
-  if len(argv) < 2 or argv[0] != "run":
-    print(USAGE, file=sys.stderr)
-    return 2
-  script = argv[1]
-  if not os.path.exists(script):
-    print(f"tracejax run: no such file: {script}", file=sys.stderr)
-    return 2
+  if argv and argv[0] in ("-h", "--help", "help"):
+    print(USAGE)
+    return 0
+  if argv and argv[0] in ("-V", "--version"):
+    print(_version())
+    return 0
+  if not argv or argv[0] != "run":
+    return _usage_error("expected the command `run`" if argv else None)
+  if len(argv) < 2:
+    return _usage_error("nothing to run")
+  kind, rest = argv[1], argv[2:]
+  if kind in ("-m", "-c") and not rest:
+    return _usage_error(f"argument expected for {kind}")
+  if kind == "-m" and importlib.util.find_spec(rest[0].split(".")[0]) is None:
+    print(f"{sys.executable}: No module named {rest[0]}", file=sys.stderr)
+    return 1
+  if kind not in ("-m", "-c") and not os.path.exists(kind):
+    return _usage_error(f"no such file: {kind}")
+
   from tracejax._src import jax_alias
   jax_alias.install()
-  sys.argv = [script] + argv[2:]
-  sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-  runpy.run_path(script, run_name="__main__")
+  propagate_to_children()
+  if kind == "-m":
+    sys.argv = list(rest)  # runpy replaces argv[0] with the module's file, as `python -m`
+    runpy.run_module(rest[0], run_name="__main__", alter_sys=True)
+  elif kind == "-c":
+    sys.argv = ["-c"] + rest[1:]
+    _set_path0("")
+    main_module = sys.modules["__main__"]
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__,
+                 "__doc__": None, "__spec__": None}
+    code = compile(rest[0], "<string>", "exec")
+    sys.modules["__main__"] = type(sys)("__main__")
+    sys.modules["__main__"].__dict__.update(namespace)
+    try:
+      exec(code, sys.modules["__main__"].__dict__)
+    finally:
+      sys.modules["__main__"] = main_module
+  else:
+    sys.argv = [kind] + rest
+    _set_path0(os.path.dirname(os.path.abspath(kind)))
+    runpy.run_path(kind, run_name="__main__")
   return 0
 
 

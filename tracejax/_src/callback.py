@@ -104,7 +104,8 @@ def _check_results(out, result_avals):
     if x.dtype != aval.dtype:
       raise RuntimeError(f"Incorrect output dtype for return value #{i}: Expected: "
                          f"{aval.dtype}, Actual: {x.dtype}")
-    res.append(x if x.flags.c_contiguous else x.copy(order="C"))  # (not ascontiguousarray: 0-d stays 0-d)
+    # (not np.ascontiguousarray: it would turn a 0-d result into a 1-d one)
+    res.append(x if x.flags.c_contiguous else x.copy(order="C"))
   return res
 
 
@@ -363,9 +364,9 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
   Returns:
     A pytree of arrays like `result_shape_dtypes`.
 
-  >>> from jax.experimental import io_callback
   >>> seen = []
-  >>> f = jax.jit(lambda x: io_callback(seen.append, None, x, ordered=True))
+  >>> f = jax.jit(lambda x: jax.experimental.io_callback(seen.append, None, x,
+  ...                                                   ordered=True))
   >>> f(1.); f(2.); [float(v) for v in seen]
   [1.0, 2.0]
   """
@@ -496,8 +497,8 @@ def effects_barrier():
   Programs run asynchronously; a `jax.debug.print` inside one may print after
   the call that started it returns. This blocks until they are all done.
 
-  >>> jax.jit(lambda x: jax.debug.print("x={}", x))(1.)
-  >>> jax.effects_barrier()
+  >>> f = jax.jit(lambda x: jax.debug.print("x={}", x))
+  >>> f(1.); jax.effects_barrier()
   x=1.0
   """
   backend.effects_barrier()

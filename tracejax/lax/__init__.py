@@ -20,7 +20,7 @@ from tracejax._src.core.trace import Primitive as _Primitive
 # (e.g. misc.py) alphabetically: a new family file is picked up without editing
 # this list. `utils` (rule factories) and `reference*` (NumPy test oracles) are
 # not API. Structured control flow is its own package.
-_ORDER = ("elementwise", "structural", "slicing", "reductions", "dot", "convolution",
+_ORDER = ("elementwise", "special", "structural", "slicing", "reductions", "dot", "convolution",
           "windowed", "sort", "fft", "linalg", "random_bits", "parallel")
 _NOT_API = frozenset({"utils", "reference"})
 

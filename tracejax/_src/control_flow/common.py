@@ -98,8 +98,8 @@ def check_tree_and_avals(what, tree1, avals1, tree2, avals2):
     raise TypeError(f"{what} must have same type structure, got {tree1} and {tree2}.")
   if not all(same_types(a, b) for a, b in zip(avals1, avals2)):
     raise TypeError(f"{what} must have identical types, got\n"
-                    f"{tree_util.tree_unflatten(tree1, list(avals1))}\nand\n"
-                    f"{tree_util.tree_unflatten(tree2, list(avals2))}.")
+                    f"{tree_util.tree_unflatten(tree1, list(avals1))!r}\nand\n"
+                    f"{tree_util.tree_unflatten(tree2, list(avals2))!r}.")
 
 
 _ = np

@@ -303,7 +303,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     assert out_tree.num_nodes >= 1 and len(tree_util.treedef_children(out_tree)) == 2
   except Exception:
     raise TypeError("scan body output must be a pair, got "
-                    f"{tree_util.tree_unflatten(out_tree, list(jaxpr.out_avals))}.") from None
+                    f"{tree_util.tree_unflatten(out_tree, list(jaxpr.out_avals))!r}.") from None
   nc = len(c_leaves)
   out_avals = jaxpr.out_avals
   common.check_tree_and_avals("scan carry output and input", carry_tree,

@@ -68,6 +68,11 @@ class ShapedArray(AbstractValue):
     weak = ", weak_type=True" if self.weak_type else ""
     return f"ShapedArray({self.str_short()}{weak})"
 
+  def __str__(self):
+    # Today's JAX prints a type as `float32[3]` (`~float32[]` when weakly typed):
+    # what `print(jax.typeof(x))` shows. The repr keeps the seeds' ShapedArray(...).
+    return ("~" if self.weak_type else "") + self.str_short()
+
   def __len__(self):
     if not self.shape:
       raise TypeError("len() of unsized object")
@@ -103,6 +108,8 @@ class ConcreteArray(ShapedArray):
   def __repr__(self):
     weak = ", weak_type=True" if self.weak_type else ""
     return f"ConcreteArray({self.val}, dtype={self.dtype.name}{weak})"
+
+  __str__ = __repr__
 
 
 def raise_to_shaped(aval, weak_type=None):

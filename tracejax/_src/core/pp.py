@@ -70,7 +70,8 @@ def pp_eqn(eqn, namer=None, use_rules=True):
     return rule(eqn, namer)
   ins = " ".join(namer(v) for v in eqn.invars)
   outs = " ".join(namer(v) for v in eqn.outvars)
-  head = f"{outs} = {eqn.primitive.name}"
+  # An equation with no outputs (a side effect such as debug_callback) has no "=".
+  head = f"{outs} = {eqn.primitive.name}" if outs else eqn.primitive.name
   if eqn.params:
     items = sorted(eqn.params.items())
     col = len(head) + 2

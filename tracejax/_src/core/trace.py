@@ -145,7 +145,7 @@ class Tracer:
     return None
 
   def __repr__(self):
-    return f"Traced<{self.aval}>with<{self._trace}>"
+    return f"Traced<{self.aval!r}>with<{self._trace}>"
 
   def __len__(self):
     return len(self.aval)

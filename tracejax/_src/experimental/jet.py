@@ -32,6 +32,7 @@ from tracejax._src.lax import elementwise as lx
 from tracejax._src.lax import misc as lmisc
 from tracejax._src.lax import reductions as lred
 from tracejax._src.lax import slicing as lslice
+from tracejax._src.lax import special as lspecial
 from tracejax._src.lax import sorting as lsort
 from tracejax._src.lax import structural as lstruct
 from tracejax._src.lax import windowed as lwin
@@ -435,10 +436,10 @@ _unary(lx.atan_p, _deriv_rule(lx.atan, lambda x: _recip(_pm_sq(x, 1, 1))))
 _unary(lx.asinh_p, _deriv_rule(lx.asinh, lambda x: s_power(_pm_sq(x, 1, 1), -0.5)))
 _unary(lx.acosh_p, _deriv_rule(lx.acosh, lambda x: s_power(_pm_sq(x, 1, -1), -0.5)))
 _unary(lx.atanh_p, _deriv_rule(lx.atanh, lambda x: _recip(_pm_sq(x, -1, 1))))
-_unary(lx.erf_p, _deriv_rule(
-    lx.erf, lambda x: [_scale(t, _SQRT_PI_INV2) for t in s_exp(s_neg(s_sq(x)))]))
-_unary(lx.erfc_p, _deriv_rule(
-    lx.erfc, lambda x: [_scale(t, -_SQRT_PI_INV2) for t in s_exp(s_neg(s_sq(x)))]))
+_unary(lspecial.erf_p, _deriv_rule(
+    lspecial.erf, lambda x: [_scale(t, _SQRT_PI_INV2) for t in s_exp(s_neg(s_sq(x)))]))
+_unary(lspecial.erfc_p, _deriv_rule(
+    lspecial.erfc, lambda x: [_scale(t, -_SQRT_PI_INV2) for t in s_exp(s_neg(s_sq(x)))]))
 
 
 def _pm_sq(x, sign, const):

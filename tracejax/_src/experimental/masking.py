@@ -34,6 +34,7 @@ from tracejax._src.lax import elementwise as lx
 from tracejax._src.lax import misc as lmisc
 from tracejax._src.lax import reductions as lred
 from tracejax._src.lax import slicing as lslice
+from tracejax._src.lax import special as lspecial
 from tracejax._src.lax import structural as lstruct
 from tracejax._src.lax import windowed as lwin
 
@@ -576,11 +577,12 @@ def _dot_general_rule(trace, vals, shapes, dimension_numbers, **params):
 def _fill_rules():
   import types
   skip = {"bitcast_convert_type"}
-  for name in dir(lx):
-    p = getattr(lx, name)
-    if name.endswith("_p") and hasattr(p, "bind") and not isinstance(p, types.ModuleType) \
-        and p.name not in skip:
-      _elementwise_rule(p)
+  for mod in (lx, lspecial):  # the two elementwise families
+    for name in dir(mod):
+      p = getattr(mod, name)
+      if name.endswith("_p") and hasattr(p, "bind") and not isinstance(p, types.ModuleType) \
+          and p.name not in skip:
+        _elementwise_rule(p)
   _elementwise_rule(ad.add_any_p)
   _elementwise_rule(lmisc.stop_gradient_p)
   for p in (lred.reduce_sum_p, lred.reduce_max_p, lred.reduce_min_p, lred.reduce_prod_p,

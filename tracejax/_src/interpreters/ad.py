@@ -18,7 +18,7 @@ class Zero:
     self.aval = aval
 
   def __repr__(self):
-    return f"Zero({self.aval})"
+    return f"Zero({self.aval!r})"
 
 
 zero = Zero(ShapedArray((), "float32"))  # the 2020 singleton spelling
@@ -32,7 +32,7 @@ class UndefinedPrimal:
     self.aval = aval
 
   def __repr__(self):
-    return f"UndefinedPrimal({self.aval})"
+    return f"UndefinedPrimal({self.aval!r})"
 
 
 def is_undefined_primal(x):

@@ -29,6 +29,7 @@ from tracejax._src.interpreters.lowering import hlo, ir
 from tracejax._src.lax import elementwise as ew
 from tracejax._src.lax import reductions
 from tracejax._src.lax import slicing
+from tracejax._src.lax import special
 from tracejax._src.lax import structural
 from tracejax._src.lax import utils
 from tracejax._src.lax.dot import dot_general
@@ -246,14 +247,14 @@ def _unary_batcher(prim):
 # ---- lowering: lax ops emitted in place, and the LAPACK custom calls ----
 
 class _Emit:
-  """Lax ops applied to MLIR values inside a lowering rule (elementwise's _EmitTrace:
+  """Lax ops applied to MLIR values inside a lowering rule (special.py's _EmitTrace:
   each primitive is lowered the moment it is applied)."""
 
   def __init__(self, ctx):
-    self.trace = ew._EmitTrace(ctx.module_context)
+    self.trace = special._EmitTrace(ctx.module_context)
 
   def wrap(self, value, aval):
-    return ew._EmitTracer(self.trace, value, aval)
+    return special._EmitTracer(self.trace, value, aval)
 
   def value(self, x):
     return self.trace.value(x)[0]
@@ -608,7 +609,7 @@ def _swaps_to_permutation(pivots, m):
     perm = ew.select(at_j, structural.broadcast_in_dim(x, (b, m), (0, 1)), perm)
     return ew.add(i, np.int32(1)), perm
 
-  _, perm = ew._while(cond, body, [np.int32(0), perm])
+  _, perm = special._while(cond, body, [np.int32(0), perm])
   return structural.reshape(perm, batch + (m,))
 
 

@@ -1,4 +1,5 @@
-"""Index helpers: tril/triu/diag indices, ix_, unravel_index, ravel_multi_index.
+"""Index helpers: tril/triu/diag indices, ix_, unravel_index, ravel_multi_index,
+and the index-notation builders mgrid, ogrid, r_, c_ (index_exp, s_ from NumPy).
 
 Index arrays with static contents are computed with NumPy and transferred;
 `unravel_index` and `ravel_multi_index` are arithmetic, so they also trace.
@@ -108,3 +109,168 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
       raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap' or 'clip'")
     out = ufuncs.add(ufuncs.multiply(out, d), idx)
   return out
+
+
+# ---- grids and concatenation by index notation: mgrid, ogrid, r_, c_ ----
+# NumPy's own helpers with device arrays: a slice start:stop:step is an arange,
+# and with an imaginary step (start:stop:Nj) N points of a linspace, stop included.
+
+index_exp = np.index_exp  # pure index-building helpers: no arrays involved
+s_ = np.s_
+
+
+def _slice_range(s, fun_name):
+  """The 1-D array for one slice of mgrid/ogrid/r_ (arange, or linspace for a complex step)."""
+  start = 0 if s.start is None else s.start
+  stop, step = s.stop, 1 if s.step is None else s.step
+  if stop is None:
+    raise ValueError(f"{fun_name}: slices need a stop value, got {s}")
+  for v, name in ((start, "start"), (stop, "stop"), (step, "step")):
+    from tracejax._src.core.trace import concrete_or_error
+    concrete_or_error(None, v, f"The {name} of a slice given to jnp.{fun_name} must be "
+                      "static.")
+  if isinstance(step, (complex, np.complexfloating)):
+    num = int(abs(step))
+    return creation.linspace(start, stop, num, endpoint=True)
+  return creation.arange(start, stop, step)
+
+
+def _grid_dtype(arrays):
+  return dtypes.result_type(*arrays) if arrays else dtypes.default_int_dtype()
+
+
+class _Grid:
+  """`mgrid[...]` (dense, stacked) or `ogrid[...]` (open, broadcastable)."""
+
+  def __init__(self, sparse, name):
+    self.sparse = sparse
+    self.name = name
+
+  def __getitem__(self, key):
+    if isinstance(key, slice):
+      return _slice_range(key, self.name)
+    if not isinstance(key, tuple):
+      raise TypeError(f"jnp.{self.name} expects slices, got {key!r}")
+    ranges = [_slice_range(k, self.name) if isinstance(k, slice) else None for k in key]
+    if any(r is None for r in ranges):
+      raise TypeError(f"jnp.{self.name} expects slices, got {key!r}")
+    dt = _grid_dtype(ranges)
+    ranges = [util.convert(r, dt, False) for r in ranges]
+    grids = creation.meshgrid(*ranges, indexing="ij", sparse=self.sparse)
+    if self.sparse:
+      return list(grids)
+    from tracejax._src.numpy import shape_ops
+    if not grids:
+      return creation.zeros((0,), dt)
+    return shape_ops.stack(grids, axis=0)
+
+  def __repr__(self):
+    return f"jnp.{self.name}"
+
+
+mgrid = _Grid(False, "mgrid")
+mgrid.__doc__ = """Dense coordinate grids by slice notation, like `np.mgrid`.
+
+>>> mgrid[0:2, 0:3].shape
+(2, 2, 3)
+>>> mgrid[0:1:3j]
+DeviceArray([0. , 0.5, 1. ], dtype=float32)
+"""
+ogrid = _Grid(True, "ogrid")
+ogrid.__doc__ = """Open (broadcastable) coordinate grids by slice notation, like `np.ogrid`.
+
+>>> [g.shape for g in ogrid[0:2, 0:3]]
+[(2, 1), (1, 3)]
+"""
+
+
+def _ndmin(a, ndmin, trans1d):
+  """`a` with leading size-1 axes up to `ndmin`; NumPy's `trans1d` says where its own
+  axes go among them (-1: last)."""
+  nd = util.ndim(a)
+  if nd >= ndmin:
+    return a
+  a = util.reshape(a, (1,) * (ndmin - nd) + util.shape(a))
+  if trans1d != -1:
+    k2 = ndmin - nd
+    k1 = trans1d if trans1d >= 0 else trans1d + k2 + 1
+    axes = list(range(ndmin))
+    from tracejax._src.numpy import shape_ops
+    a = shape_ops.transpose(a, tuple(axes[:k1] + axes[k2:] + axes[k1:k2]))
+  return a
+
+
+class _AxisConcatenator:
+  """`r_[...]` / `c_[...]`: concatenate slices, scalars and arrays along an axis.
+
+  A first item that is a string "axis[,ndmin[,trans1d]]" sets the layout
+  ('r'/'c' matrix outputs are not supported: there is no matrix class).
+  """
+
+  def __init__(self, axis, ndmin, trans1d, name):
+    self.axis, self.ndmin, self.trans1d, self.name = axis, ndmin, trans1d, name
+
+  def __getitem__(self, key):
+    from tracejax._src.numpy import shape_ops
+    items = key if isinstance(key, tuple) else (key,)
+    axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
+    if items and isinstance(items[0], str):
+      directive, items = items[0], items[1:]
+      if directive in ("r", "c"):
+        raise ValueError(f"jnp.{self.name}: the matrix directives 'r' and 'c' are not "
+                         "supported (JAX has no matrix class)")
+      try:
+        parts = [int(p) for p in directive.split(",")]
+      except ValueError:
+        raise ValueError(f"jnp.{self.name}: could not understand directive {directive!r}") \
+            from None
+      if len(parts) > 3:
+        raise ValueError(f"jnp.{self.name}: directive {directive!r} has more than 3 parts")
+      axis = parts[0]
+      if len(parts) > 1:
+        ndmin = parts[1]
+      if len(parts) > 2:
+        trans1d = parts[2]
+    pieces = []
+    for item in items:
+      if isinstance(item, slice):
+        arr = _slice_range(item, self.name)
+        if ndmin > 1:
+          arr = util.reshape(arr, (1,) * (ndmin - 1) + util.shape(arr))
+          if trans1d != -1:
+            arr = shape_ops.swapaxes(arr, -1, trans1d)
+      elif isinstance(item, str):
+        raise ValueError(f"jnp.{self.name}: string directive must be the first item")
+      else:
+        if not isinstance(item, (list, tuple)):
+          util.check_arraylike(self.name, item)
+        arr = util.to_array(item)
+        if util.ndim(arr) == 0:
+          arr = util.reshape(arr, (1,) * max(ndmin, 1))
+        else:
+          arr = _ndmin(arr, ndmin, trans1d)
+      pieces.append(arr)
+    if not pieces:
+      return creation.zeros((0,), dtypes.default_float_dtype())
+    return shape_ops.concatenate(pieces, axis=axis)
+
+  def __len__(self):
+    return 0
+
+  def __repr__(self):
+    return f"jnp.{self.name}"
+
+
+r_ = _AxisConcatenator(0, 1, -1, "r_")
+r_.__doc__ = """Concatenate along the first axis by index notation, like `np.r_`.
+
+>>> r_[1:4, 0, jnp.array([7, 8])]
+DeviceArray([1, 2, 3, 0, 7, 8], dtype=int32)
+"""
+c_ = _AxisConcatenator(-1, 2, 0, "c_")
+c_.__doc__ = """Stack 1-D arrays as columns (concatenate along the last axis), like `np.c_`.
+
+>>> c_[jnp.array([1, 2]), jnp.array([3, 4])]
+DeviceArray([[1, 3],
+             [2, 4]], dtype=int32)
+"""

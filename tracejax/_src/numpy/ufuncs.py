@@ -257,16 +257,42 @@ def exp2(x, /):
   return lax.exp(lax.mul(_constant_like(x, np.log(2)), x))
 
 
+def _rescaled_log(x, op, factor):
+  """`op(log(x), factor)`; for complex x, applied to the real and imaginary parts of
+  log(x) (a real factor, as JAX applies it, rather than a complex division).
+  `factor(part)` makes the factor in the dtype of `part`."""
+  out = lax.log(x)
+  if dtypes.issubdtype(_dtype(out), np.complexfloating):
+    re, im = lax.real(out), lax.imag(out)
+    c = factor(re)
+    return lax.complex(op(re, c), op(im, c))
+  return op(out, factor(out))
+
+
 def log2(x, /):
-  """Base-2 logarithm elementwise."""
+  """Base-2 logarithm elementwise.
+
+  Args:
+    x: an array-like; integers are promoted to the default float dtype.
+
+  Example: `jnp.log2(jnp.array([1., 8.]))` is `[0., 3.]`.
+  """
   x, = util.promote_args_inexact("log2", x)
-  return lax.div(lax.log(x), lax.log(_constant_like(x, 2)))
+  return _rescaled_log(x, lax.div, lambda part: lax.log(_constant_like(part, 2)))
 
 
 def log10(x, /):
-  """Base-10 logarithm elementwise."""
+  """Base-10 logarithm elementwise.
+
+  Args:
+    x: an array-like; integers are promoted to the default float dtype.
+
+  Example: `jnp.log10(jnp.array([10., 1000.]))` is `[1., 3.]`.
+  """
   x, = util.promote_args_inexact("log10", x)
-  return lax.div(lax.log(x), lax.log(_constant_like(x, 10)))
+  # A product with 1/ln(10) rounded to x's dtype, as JAX computes it: then
+  # log10(10.) is exactly 1 in float32, where log(x) / log(10.) is 0.99999994.
+  return _rescaled_log(x, lax.mul, lambda part: _constant_like(part, 1 / np.log(10)))
 
 
 def logaddexp(x1, x2, /):

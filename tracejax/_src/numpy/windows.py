@@ -2,7 +2,7 @@
 import numpy as np
 
 from tracejax._src import dtypes
-from tracejax._src.lax import elementwise as lax_ew
+from tracejax._src.lax import special as lax_special
 from tracejax._src.numpy import creation, ufuncs, util
 
 
@@ -63,7 +63,7 @@ def kaiser(M, beta):
 def _i0(x):
   """The modified Bessel function of order 0, from lax's exponentially scaled one."""
   x = util.to_array(x)
-  return ufuncs.multiply(ufuncs.exp(ufuncs.abs(x)), lax_ew.bessel_i0e(x))
+  return ufuncs.multiply(ufuncs.exp(ufuncs.abs(x)), lax_special.bessel_i0e(x))
 
 
 def i0(x):

@@ -673,3 +673,54 @@ def fastpath_data(exe, out_treedef, n_args, const_bufs):
   return _FastpathFields(exe.exe, out_treedef, [sh] * n_in, [sh] * n_out,
                          list(exe.out_avals), [True] * n_out, [True] * n_in, [None] * n_in,
                          list(const_bufs))
+
+
+# ---- portable StableHLO artifacts (jax.export) and the profiler (jax.profiler) ----
+
+def stablehlo_version(compatibility="WEEK_12"):
+  """The StableHLO version string an artifact is written in: 'current', 'minimum', or
+  one of jaxlib's compatibility windows ('WEEK_4', 'WEEK_12', 'MAX')."""
+  from jaxlib.mlir._mlir_libs import _stablehlo
+  if compatibility == "current":
+    return _stablehlo.get_current_version()
+  if compatibility == "minimum":
+    return _stablehlo.get_minimum_version()
+  req = getattr(_stablehlo.StablehloCompatibilityRequirement, compatibility)
+  return _stablehlo.get_version_from_compatibility_requirement(req)
+
+
+def serialize_portable_artifact(module_text, target=None):
+  """StableHLO text -> versioned, portable bytecode that later jaxlibs can read."""
+  return _jax.mlir.serialize_portable_artifact(module_text, target or stablehlo_version())
+
+
+def deserialize_portable_artifact(data):
+  """Portable bytecode -> StableHLO text (in this jaxlib's StableHLO version)."""
+  with make_ir_context() as ctx:
+    module = _jax.mlir.deserialize_portable_artifact(bytes(data), ctx)
+    return module.operation.get_asm(enable_debug_info=False)
+
+
+def hlo_to_stablehlo(serialized_hlo_proto):
+  """A serialized HloModuleProto -> StableHLO text."""
+  data = _jax.mlir.hlo_to_stablehlo(serialized_hlo_proto)
+  with make_ir_context():
+    return ir.Module.parse(data).operation.get_asm(enable_debug_info=False)
+
+
+def profiler_lib():
+  """jaxlib's profiler: `ProfilerSession`, `ProfileOptions`, `TraceMe`, `start_server`,
+  `register_subprocess` (XLA's TSL profiler, writing XSpace protos)."""
+  from jaxlib import _profiler
+  return _profiler
+
+
+def profile_data_lib():
+  """jaxlib's reader of XSpace protos: `ProfileData`, `ProfilePlane`, `ProfileEvent`."""
+  from jaxlib import _profile_data
+  return _profile_data
+
+
+def heap_profile(platform=None):
+  """The device memory in use, as a gzipped pprof `Profile` proto (bytes)."""
+  return get_client(platform).heap_profile()

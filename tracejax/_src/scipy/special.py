@@ -4,6 +4,7 @@ import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.lax import elementwise as lax
+from tracejax._src.lax import special as lax_special
 from tracejax._src.numpy import util as np_util
 
 
@@ -21,67 +22,67 @@ def _promote_inexact(*args):
 def gammaln(x):
   """Logarithm of the absolute value of the Gamma function."""
   x, = _promote_inexact(x)
-  return lax.lgamma(x)
+  return lax_special.lgamma(x)
 
 
 def digamma(x):
   """The digamma function (the derivative of gammaln)."""
   x, = _promote_inexact(x)
-  return lax.digamma(x)
+  return lax_special.digamma(x)
 
 
 def polygamma(n, x):
   """The n-th derivative of the digamma function."""
   n, x = _promote_inexact(n, x)
-  return lax.polygamma(n, x)
+  return lax_special.polygamma(n, x)
 
 
 def zeta(x, q):
   """The Hurwitz zeta function."""
   x, q = _promote_inexact(x, q)
-  return lax.zeta(x, q)
+  return lax_special.zeta(x, q)
 
 
 def betaln(a, b):
   """Logarithm of the absolute value of the Beta function."""
   a, b = _promote_inexact(a, b)
-  return lax.sub(lax.add(lax.lgamma(a), lax.lgamma(b)), lax.lgamma(lax.add(a, b)))
+  return lax.sub(lax.add(lax_special.lgamma(a), lax_special.lgamma(b)), lax_special.lgamma(lax.add(a, b)))
 
 
 def betainc(a, b, x):
   """The regularized incomplete beta function."""
   a, b, x = _promote_inexact(a, b, x)
-  return lax.betainc(a, b, x)
+  return lax_special.betainc(a, b, x)
 
 
 def gammainc(a, x):
   """Regularized lower incomplete gamma function."""
   a, x = _promote_inexact(a, x)
-  return lax.igamma(a, x)
+  return lax_special.igamma(a, x)
 
 
 def gammaincc(a, x):
   """Regularized upper incomplete gamma function."""
   a, x = _promote_inexact(a, x)
-  return lax.igammac(a, x)
+  return lax_special.igammac(a, x)
 
 
 def erf(x):
   """The error function."""
   x, = _promote_inexact(x)
-  return lax.erf(x)
+  return lax_special.erf(x)
 
 
 def erfc(x):
   """The complementary error function, 1 - erf(x)."""
   x, = _promote_inexact(x)
-  return lax.erfc(x)
+  return lax_special.erfc(x)
 
 
 def erfinv(x):
   """The inverse of the error function."""
   x, = _promote_inexact(x)
-  return lax.erf_inv(x)
+  return lax_special.erf_inv(x)
 
 
 def expit(x):
@@ -99,25 +100,25 @@ def logit(x):
 def i0e(x):
   """Exponentially scaled modified Bessel function of order 0."""
   x, = _promote_inexact(x)
-  return lax.bessel_i0e(x)
+  return lax_special.bessel_i0e(x)
 
 
 def i1e(x):
   """Exponentially scaled modified Bessel function of order 1."""
   x, = _promote_inexact(x)
-  return lax.bessel_i1e(x)
+  return lax_special.bessel_i1e(x)
 
 
 def i0(x):
   """Modified Bessel function of order 0."""
   x, = _promote_inexact(x)
-  return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i0e(x))
+  return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i0e(x))
 
 
 def i1(x):
   """Modified Bessel function of order 1."""
   x, = _promote_inexact(x)
-  return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i1e(x))
+  return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i1e(x))
 
 
 def xlogy(x, y):
@@ -163,8 +164,8 @@ def ndtr(x):
   half = jnp.asarray(0.5, x.dtype)
   z = x * jnp.asarray(np.sqrt(0.5), x.dtype)
   # erfc for the lower tail keeps precision far below zero.
-  return jnp.where(z < -1, half * lax.erfc(-z),
-                   jnp.where(z > 1, 1 - half * lax.erfc(z), half + half * lax.erf(z)))
+  return jnp.where(z < -1, half * lax_special.erfc(-z),
+                   jnp.where(z > 1, 1 - half * lax_special.erfc(z), half + half * lax_special.erf(z)))
 
 
 def ndtri(p):
@@ -172,7 +173,7 @@ def ndtri(p):
   x, = _promote_inexact(p)
   two = np.asarray(2., x.dtype)
   return lax.mul(np.asarray(np.sqrt(2.), x.dtype),
-                 lax.erf_inv(lax.sub(lax.mul(two, x), np.ones((), x.dtype))))
+                 lax_special.erf_inv(lax.sub(lax.mul(two, x), np.ones((), x.dtype))))
 
 
 def log_ndtr(x, series_order=3):

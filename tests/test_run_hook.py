@@ -145,3 +145,135 @@ def test_seed_mlir_lowering_rule_form(tmp_path):
   r = _run(["run", "prog.py"], tmp_path)
   assert r.returncode == 0, r.stderr
   assert r.stdout.strip().endswith("ok")
+
+
+# --- `run -m` / `run -c`, and the hook in child interpreters -------------------------
+
+MODULE = textwrap.dedent("""
+  import json, sys
+  import jax, tracejax
+  print(json.dumps({"argv": sys.argv, "name": __name__, "same": jax is tracejax,
+                    "value": float(jax.numpy.sum(jax.numpy.arange(4.0)))}))
+""")
+
+
+def _last_json(proc):
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_run_module_like_python_m(tmp_path):
+  # The cwd is on sys.path (as with `python -m`); argv[0] becomes the module's file.
+  (tmp_path / "mymod.py").write_text(MODULE)
+  (tmp_path / "mypkg").mkdir()
+  (tmp_path / "mypkg" / "__init__.py").write_text("")
+  (tmp_path / "mypkg" / "__main__.py").write_text(MODULE)
+  out = _last_json(_run(["run", "-m", "mymod", "a", "-n", "2"], cwd=tmp_path))
+  assert out["name"] == "__main__" and out["same"] and out["value"] == 6.0
+  assert os.path.samefile(out["argv"][0], tmp_path / "mymod.py")
+  assert out["argv"][1:] == ["a", "-n", "2"]
+  out = _last_json(_run(["run", "-m", "mypkg", "--flag"], cwd=tmp_path))
+  assert os.path.samefile(out["argv"][0], tmp_path / "mypkg" / "__main__.py")
+  assert out["argv"][1:] == ["--flag"] and out["same"]
+
+
+def test_run_code_string_and_missing_module(tmp_path):
+  out = _last_json(_run(["run", "-c", MODULE, "x", "y"], cwd=tmp_path))
+  assert out == {"argv": ["-c", "x", "y"], "name": "__main__", "same": True, "value": 6.0}
+  proc = _run(["run", "-m", "no_such_module_for_tracejax"], cwd=tmp_path)
+  assert proc.returncode == 1 and "No module named no_such_module_for_tracejax" in proc.stderr
+  for args in (["run", "-m"], ["run", "-c"]):
+    assert _run(args, cwd=tmp_path).returncode == 2
+
+
+def test_help_and_version(tmp_path):
+  proc = _run(["--help"], cwd=tmp_path)
+  assert proc.returncode == 0 and "run -m MODULE" in proc.stdout
+  proc = _run(["--version"], cwd=tmp_path)
+  import tracejax
+  assert proc.returncode == 0 and proc.stdout.startswith(f"tracejax {tracejax.__version__}")
+
+
+CHILD = textwrap.dedent("""
+  import json, os, subprocess, sys
+  probe = "import json, sys, jax, tracejax; print(json.dumps([jax is tracejax, 'sitecustomize_ran' in dir(__import__('builtins'))]))"
+  def child(**env):
+    e = dict(os.environ, **env)
+    p = subprocess.run([sys.executable, "-c", probe], env=e, capture_output=True, text=True)
+    return json.loads(p.stdout) if p.returncode == 0 else p.stderr.strip().splitlines()[-1]
+  print(json.dumps({"on": child(), "off": child(TRACEJAX_ALIAS_JAX="0")}))
+""")
+
+
+def test_hook_reaches_child_interpreters_and_chains_sitecustomize(tmp_path):
+  # A child `python -c "import jax"` gets tracejax (TRACEJAX_ALIAS_JAX=1 and tracejax's
+  # sitecustomize on PYTHONPATH); with the variable at 0 it gets no hook at all. An
+  # environment's own sitecustomize, shadowed by tracejax's, still runs.
+  other = tmp_path / "other_site"
+  other.mkdir()
+  (other / "sitecustomize.py").write_text("import builtins\nbuiltins.sitecustomize_ran = True\n")
+  env = dict(os.environ)
+  env["PYTHONPATH"] = os.pathsep.join([REPO, str(other)])
+  proc = subprocess.run([sys.executable, "-m", "tracejax", "run", "-c", CHILD], cwd=str(tmp_path),
+                        env=env, capture_output=True, text=True, timeout=120)
+  out = _last_json(proc)
+  assert out["on"] == [True, True]
+  assert "ModuleNotFoundError: No module named 'jax'" in out["off"]
+
+
+def test_run_pytest_with_xdist_workers(tmp_path):
+  # The acceptance path of tools/client_suite.py in small: pytest-xdist workers are
+  # fresh interpreters, and `import jax` in the test file must give tracejax there.
+  pytest.importorskip("xdist")
+  (tmp_path / "test_uses_jax.py").write_text(textwrap.dedent("""
+    import os
+    import jax, jax.numpy as jnp, tracejax
+    import pytest
+
+    @pytest.mark.parametrize("n", [1, 2, 3, 4])
+    def test_in_worker(n):
+      assert jax is tracejax and os.environ.get("PYTEST_XDIST_WORKER")
+      assert float(jax.jit(lambda x: jnp.sum(x * x))(jnp.arange(float(n)))) == sum(
+          i * i for i in range(n))
+  """))
+  proc = _run(["run", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+               "test_uses_jax.py"], cwd=tmp_path, timeout=240)
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  assert "4 passed" in proc.stdout
+
+
+def test_private_module_aliases():
+  # `jax._src.X` is `tracejax._src.X`; the table covers the modules JAX keeps elsewhere.
+  from tracejax._src import jax_alias
+  assert jax_alias.target_name("jax") == "tracejax"
+  assert jax_alias.target_name("jax._src.tree_util") == "tracejax._src.tree_util"
+  assert jax_alias.target_name("jax._src.compiler") == "tracejax._src.runtime.backend"
+  assert jax_alias.target_name("jax._src.lax.control_flow.loops") == (
+      "tracejax._src.control_flow.loops")
+  assert jax_alias.target_name("tracejax._src.compiler") == "tracejax._src.runtime.backend"
+  assert jax_alias.target_name("tracejax.numpy") is None
+  assert jax_alias.target_name("jaxlib") is None and jax_alias.target_name("jaxfoo") is None
+  import importlib.util
+  for name, target in jax_alias.ALIASES.items():
+    assert importlib.util.find_spec(target) is not None, target   # the target exists
+    generic = "tracejax" + name[3:]                                # and is needed
+    assert importlib.util.find_spec(generic) is None, generic
+
+
+def test_private_names_libraries_import(tmp_path):
+  code = textwrap.dedent("""
+    import jax
+    from jax._src import compiler, xla_bridge, api, dtypes, tree_util, core, typing, lib
+    from jax._src.lax import lax as lax_internal
+    import jax._src.xla_bridge, jax._src.numpy.lax_numpy
+    import tracejax, tracejax.lax, tracejax.numpy, tracejax.lib.xla_bridge
+    from tracejax._src.runtime import backend
+    assert compiler is backend and xla_bridge is tracejax.lib.xla_bridge
+    assert jax._src.xla_bridge is xla_bridge and xla_bridge.get_backend().platform == "cpu"
+    assert api is tracejax._src.api and core is tracejax._src.core
+    assert lax_internal is tracejax.lax and jax._src.numpy.lax_numpy is tracejax.numpy
+    print("ok")
+  """)
+  proc = _run(["run", "-c", code], cwd=tmp_path)
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  assert proc.stdout.strip().endswith("ok")

@@ -92,6 +92,15 @@ from tracejax._src.callback import (
 )
 # 2020 experimental shape polymorphism (`jax.mask`, `jax.shapecheck`).
 from tracejax._src.experimental.masking import mask as mask, shapecheck as shapecheck
+# Today's smaller transformations and contexts.
+from tracejax._src.api_extra import (
+    checking_leaks as checking_leaks,
+    closure_convert as closure_convert,
+    ensure_compile_time_eval as ensure_compile_time_eval,
+    linear_transpose as linear_transpose,
+    named_call as named_call,
+    named_scope as named_scope,
+)
 # ---- end of transformations ----
 
 # ---- pytrees (2020 code calls them as jax.tree_map & co.) ----
@@ -122,11 +131,13 @@ from tracejax import tree_util as tree_util
 # ---- submodules imported on first use ----
 # `jax.random`, `jax.scipy`, ... as attributes without paying for them at import.
 _LAZY_SUBMODULES = frozenset({
-    "abstract_arrays", "ad_checkpoint", "api", "api_util", "core", "custom_derivatives", "debug", "distributed",
+    "abstract_arrays", "ad_checkpoint", "api", "api_util", "core", "custom_batching",
+    "custom_derivatives", "debug", "distributed",
     "errors", "example_libraries", "experimental", "extend", "image", "interpreters",
     "lib", "linear_util", "nn", "ops", "profiler", "random", "scipy", "test_util", "util",
     "stages",
     "tree", "typing", "flatten_util",
+    "export",
 })
 # The 2020 documents import the rule tables from the top level: `from jax import ad`.
 _INTERPRETER_ALIASES = {

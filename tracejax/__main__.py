@@ -17,6 +17,7 @@ import importlib.util
 import os
 import runpy
 import sys
+import types
 
 USAGE = """\
 usage: python -m tracejax run SCRIPT [ARGS...]     run a JAX program on tracejax
@@ -72,6 +73,13 @@ def propagate_to_children(environ=None):
     environ["PYTHONPATH"] = os.pathsep.join([SITE_DIR] + entries)
 
 
+def _module_exists(name):
+  try:  # imports the packages above `name`, as `python -m` does
+    return importlib.util.find_spec(name) is not None
+  except (ImportError, ValueError):
+    return False
+
+
 def _set_path0(entry):
   # `python -m tracejax` put the cwd first on sys.path; `python SCRIPT` would have put
   # the script's directory there instead (nothing under -P / PYTHONSAFEPATH).
@@ -104,7 +112,7 @@ def main(argv=None):
   kind, rest = argv[1], argv[2:]
   if kind in ("-m", "-c") and not rest:
     return _usage_error(f"argument expected for {kind}")
-  if kind == "-m" and importlib.util.find_spec(rest[0].split(".")[0]) is None:
+  if kind == "-m" and not _module_exists(rest[0]):
     print(f"{sys.executable}: No module named {rest[0]}", file=sys.stderr)
     return 1
   if kind not in ("-m", "-c") and not os.path.exists(kind):
@@ -119,16 +127,12 @@ def main(argv=None):
   elif kind == "-c":
     sys.argv = ["-c"] + rest[1:]
     _set_path0("")
-    main_module = sys.modules["__main__"]
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__,
-                 "__doc__": None, "__spec__": None}
     code = compile(rest[0], "<string>", "exec")
-    sys.modules["__main__"] = type(sys)("__main__")
-    sys.modules["__main__"].__dict__.update(namespace)
-    try:
+    saved, sys.modules["__main__"] = sys.modules["__main__"], types.ModuleType("__main__")
+    try:  # a fresh `__main__`, as `python -c` has (pickle finds functions defined there)
       exec(code, sys.modules["__main__"].__dict__)
     finally:
-      sys.modules["__main__"] = main_module
+      sys.modules["__main__"] = saved
   else:
     sys.argv = [kind] + rest
     _set_path0(os.path.dirname(os.path.abspath(kind)))

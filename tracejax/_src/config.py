@@ -126,6 +126,8 @@ config.define("jax_log_compiles", False,
               help="Log each jit trace, lowering and XLA compilation at WARNING level.")
 config.define("jax_explain_cache_misses", False,
               help="Log why each jit tracing-cache miss happened (WARNING level).")
+config.define("jax_check_tracer_leaks", False,
+              help="Raise when a transformation leaks a tracer (see jax.checking_leaks).")
 
 
 def enable_x64(new_val=True):

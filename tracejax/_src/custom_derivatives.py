@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from tracejax._src import tree_util, util
+from tracejax._src import dtypes, tree_util, util
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
@@ -125,11 +125,12 @@ def _custom_jvp_call_batch(args, dims, *, call, jvp, num_consts, symbolic_zeros)
 
   def jvp_b(primals, tangents):
     n = len(primals)
-    t_dims = [0 if (d is not None or _batched_tangent(t)) else None
-              for d, t in zip(bdims, tangents)]
-    tangents = [batching.matchaxis(t, None, 0, size) if (td == 0 and bd is None) else t
-                for t, td, bd in zip(tangents, t_dims, bdims)]
-    t_dims = [0 if td == 0 else None for td in t_dims]
+    # A tangent is batched like its primal (same shape), except a symbolic zero
+    # (`symbolic_zeros=True`): it stays a Zero, of one example's aval, and is passed
+    # through unbatched so the user's rule can still recognise it.
+    tangents = [_unbatched_zero(t) if type(t) is ad.Zero and d is not None else t
+                for t, d in zip(tangents, bdims)]
+    t_dims = [None if type(t) is ad.Zero else d for t, d in zip(tangents, bdims)]
     res = []
 
     def flat(*xs):
@@ -146,8 +147,9 @@ def _custom_jvp_call_batch(args, dims, *, call, jvp, num_consts, symbolic_zeros)
   return outs, [0] * len(outs)
 
 
-def _batched_tangent(t):
-  return False
+def _unbatched_zero(t):
+  """The Zero of one example of a Zero batched along axis 0."""
+  return ad.Zero(t.aval.update(shape=tuple(t.aval.shape[1:])))
 
 
 batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
@@ -269,9 +271,19 @@ staging.custom_staging_rules[custom_vjp_call_p] = (
                                             ["fwd", "bwd"]))
 
 
+_JVP_OF_CUSTOM_VJP = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
+
+
 def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts, out_avals_fn=None):
-  if not isinstance(current_trace(), ad.PartialEvalTrace):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+  # The tangents go through `custom_lin`, whose transpose is `bwd` and which has no
+  # forward evaluation. Reverse mode (a partial-evaluation trace) stages it into the
+  # linear jaxpr, to be transposed. A staging trace also stages it: the JVP of a
+  # scan/cond/while body or a checkpoint is traced to a jaxpr before reverse mode
+  # splits that jaxpr, moving custom_lin to the transposed part; a custom_lin left
+  # in a jaxpr that is run forward fails at lowering with the error below. Any
+  # other trace computes tangents eagerly: that is plain forward mode, an error now.
+  if not isinstance(current_trace(), (ad.PartialEvalTrace, staging.DynamicJaxprTrace)):
+    raise TypeError(_JVP_OF_CUSTOM_VJP)
   outs, res = fwd(*primals)
   res = list(res)
   out_avals = [_aval(o).at_least_vspace() for o in outs]
@@ -305,21 +317,29 @@ def _custom_vjp_call_batch(args, dims, *, call, fwd, bwd, num_consts, out_avals_
 
   def bwd_b(res, cts):
     n = len(res)
+    is_none = []
 
     def flat(*ys):
-      r = bwd(list(ys[:n]), list(ys[n:]))
-      return [c if c is not None else _zeros_like_aval_none() for c in r]
-    outs = batching.vmap_flat(flat, size, list(res) + list(cts), [0] * (n + len(cts)),
-                              lambda m: [0] * m)
-    return outs
+      r = list(bwd(list(ys[:n]), list(ys[n:])))
+      # None (as for consts of a staged call) and float0 (integer inputs) are zero
+      # cotangents: kept out of the vmapped function and put back as None.
+      is_none[:] = [c is None or _aval(c).dtype == dtypes.float0 for c in r]
+      return [c for c, none in zip(r, is_none) if not none]
+    outs = iter(batching.vmap_flat(flat, size, list(res) + list(cts), [0] * (n + len(cts)),
+                                   lambda m: [0] * m))
+    # The input of an unbatched operand (a weight shared by every example) gets the
+    # sum of the per-example cotangents.
+    return [None if none else next(outs) if d is not None else _sum_leading(next(outs))
+            for none, d in zip(is_none, bdims)]
 
   outs = custom_vjp_call_p.bind(*moved, call=call_b, fwd=fwd_b, bwd=bwd_b,
                                 num_consts=num_consts)
   return outs, [0] * len(outs)
 
 
-def _zeros_like_aval_none():
-  raise NotImplementedError("custom_vjp bwd returned None under vmap")
+def _sum_leading(x):
+  from tracejax._src.lax import reductions
+  return reductions.reduce_sum(x, (0,))
 
 
 batching.primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
@@ -332,10 +352,17 @@ custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 
 
 def _custom_lin_impl(*args, **_):
-  raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+  raise TypeError(_JVP_OF_CUSTOM_VJP)
+
+
+def _custom_lin_lower(ctx, *args, **_):
+  # Reached by a forward-mode JVP staged into a jaxpr (`jit(jvp(f))`, `jvp` of a scan
+  # whose body calls a custom_vjp function): the same error as eager `jvp`.
+  raise TypeError(_JVP_OF_CUSTOM_VJP)
 
 
 custom_lin_p.def_impl(_custom_lin_impl)
+lowering.register_lowering(custom_lin_p, _custom_lin_lower)
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):

@@ -46,6 +46,59 @@ float8_e5m2 = ml_dtypes.float8_e5m2
 # dtype, so arrays of it carry a shape but no data.
 float0 = np.dtype([("float0", np.void, 0)])
 
+
+# Extended dtypes: element types that are not NumPy dtypes (typed PRNG keys,
+# `key<fry>`). As in JAX, each has a `type` that subclasses `extended`, so
+# `issubdtype(keys.dtype, prng_key)` and `issubdtype(keys.dtype, extended)` hold.
+class extended(np.generic):
+  """Scalar class of extended dtypes: `issubdtype(d, extended)` is True for them.
+
+  >>> issubdtype(np.float32, extended)
+  False
+  """
+
+
+class prng_key(extended):
+  """Scalar class of PRNG key dtypes (`jax.random.key(0).dtype`).
+
+  >>> issubdtype(prng_key, extended)
+  True
+  """
+
+
+class TypePromotionError(ValueError):
+  """Raised when two dtypes have no promotion (e.g. an extended dtype with a number)."""
+
+
+def _extended_type_of(d):
+  """The `extended` subclass an extended dtype object stands for, else None."""
+  t = getattr(d, "type", None)
+  if isinstance(t, type) and issubclass(t, extended) and not isinstance(d, type):
+    return t
+  # random.KeyTy (the key dtype) carries its implementation's name instead.
+  if getattr(d, "_impl_name", None) is not None and not isinstance(d, type):
+    return prng_key
+  return None
+
+
+def itemsize_bits(dtype):
+  """The width of one element in bits (4 for int4, 8 for bool).
+
+  >>> itemsize_bits(np.float32), itemsize_bits(ml_dtypes.int4)
+  (32, 4)
+  """
+  if dtype is None or _extended_type_of(dtype) is not None:
+    raise ValueError(f"unexpected input: dtype={dtype}")
+  dt = np.dtype(dtype)
+  if dt.type in _SUBBYTE_BITS:
+    return _SUBBYTE_BITS[dt.type]
+  return dt.itemsize * 8
+
+
+_SUBBYTE_BITS = {getattr(ml_dtypes, n): b for n, b in (
+    ("int4", 4), ("uint4", 4), ("int2", 2), ("uint2", 2), ("int1", 1), ("uint1", 1),
+    ("float4_e2m1fn", 4)) if hasattr(ml_dtypes, n)}
+
 # Default types (the 64-bit ones; canonicalize to get what is in effect).
 bool_ = np.bool_
 int_ = np.int64
@@ -74,11 +127,19 @@ all_dtypes = bool_dtypes + int_dtypes + float_dtypes + complex_dtypes
 _dtype_to_32bit_dtype = {_i8: _i4, _u8: _u4, _f8: _f4, _c8: _c4}
 
 # Floating types numpy does not know to be floating (their kind is 'V').
+# The narrow float and integer types of ml_dtypes that jax.numpy names
+# (float6 and int1/uint1 have no XLA support in jaxlib 0.10.2: known, not computable).
+_ML_FLOAT_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz",
+                   "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e3m4", "float8_e4m3",
+                   "float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
+_ML_INT_NAMES = ("int4", "uint4", "int2", "uint2", "int1", "uint1")
 _ml_float_dtypes = frozenset(
-    np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2))
+    np.dtype(getattr(ml_dtypes, n)) for n in _ML_FLOAT_NAMES if hasattr(ml_dtypes, n))
 _ml_float_types = frozenset(d.type for d in _ml_float_dtypes)
 _ml_int_types = frozenset(
-    getattr(ml_dtypes, n) for n in ("int4", "uint4", "int2", "uint2") if hasattr(ml_dtypes, n))
+    getattr(ml_dtypes, n) for n in _ML_INT_NAMES if hasattr(ml_dtypes, n))
+_ml_uint_types = frozenset(
+    getattr(ml_dtypes, n) for n in _ML_INT_NAMES if n.startswith("u") and hasattr(ml_dtypes, n))
 
 # The classes of the dtype objects we meet most, for `type(x) in ...` tests:
 # `isinstance(x, np.dtype)` is several times slower under NumPy 2.
@@ -113,12 +174,14 @@ def _canonicalize_uncached(dtype, x64):
   return _dtype_to_32bit_dtype.get(dt, dt)
 
 
-def canonicalize_dtype(dtype):
+def canonicalize_dtype(dtype, allow_extended_dtype=False):
   """Return the dtype `dtype` becomes under the current x64 setting.
 
   With `jax_enable_x64` off: int64->int32, uint64->uint32, float64->float32,
   complex128->complex64; every other dtype is returned as an `np.dtype`.
-  Accepts anything `np.dtype` accepts, including the Python types.
+  Accepts anything `np.dtype` accepts, including the Python types. An extended
+  dtype (a PRNG key's) is returned unchanged if `allow_extended_dtype`, else it is
+  a ValueError.
   """
   x64 = config.jax_enable_x64
   try:
@@ -127,6 +190,11 @@ def canonicalize_dtype(dtype):
     pass
   except TypeError:  # unhashable spelling, e.g. a list-of-fields structured dtype
     return _canonicalize_uncached(dtype, x64)
+  if _extended_type_of(dtype) is not None:  # never cached: keeps the hit path short
+    if allow_extended_dtype:
+      return dtype
+    raise ValueError(f"canonicalize_dtype called on extended dtype {dtype} with "
+                     "allow_extended_dtype=False")
   out = _canonicalize_uncached(dtype, x64)
   _canonicalize_cache[(dtype, x64)] = out
   return out
@@ -246,13 +314,15 @@ def is_integer(d):
 
 
 def is_unsigned(d):
-  """True for unsigned integer dtypes."""
-  return _as_dtype(d).kind == "u"
+  """True for unsigned integer dtypes (uint4 and uint2 included)."""
+  d = _as_dtype(d)
+  return d.kind == "u" or d.type in _ml_uint_types
 
 
 def is_signed(d):
-  """True for signed integer dtypes."""
-  return _as_dtype(d).kind == "i"
+  """True for signed integer dtypes (int4 and int2 included)."""
+  d = _as_dtype(d)
+  return d.kind == "i" or (d.type in _ml_int_types and d.type not in _ml_uint_types)
 
 
 def is_floating(d):
@@ -272,7 +342,15 @@ def is_inexact(d):
 
 
 def issubdtype(a, b):
-  """`np.issubdtype` that also knows bfloat16 and float8 are floating types."""
+  """`np.issubdtype` that also knows bfloat16 and float8 are floating types, and
+  extended dtypes (`issubdtype(key.dtype, prng_key)`)."""
+  ext = _extended_type_of(a)
+  if ext is not None:
+    if isinstance(b, type) and issubclass(b, np.generic):
+      return issubclass(ext, b)
+    return a == b
+  if isinstance(b, type) and issubclass(b, extended):
+    return isinstance(a, type) and issubclass(a, b)
   if isinstance(a, type) and issubclass(a, np.generic):
     a_type = a
   else:
@@ -283,6 +361,15 @@ def issubdtype(a, b):
   if a_type in _ml_float_types:
     if isinstance(b, type) and issubclass(b, np.generic) and b in (
         np.floating, np.inexact, np.number, np.generic):
+      return True
+    try:
+      return np.dtype(b).type is a_type
+    except TypeError:
+      return False
+  if a_type in _ml_int_types:
+    kind = np.unsignedinteger if a_type in _ml_uint_types else np.signedinteger
+    if isinstance(b, type) and issubclass(b, np.generic) and b in (
+        kind, np.integer, np.number, np.generic):
       return True
     try:
       return np.dtype(b).type is a_type
@@ -581,7 +668,8 @@ def check_user_dtype_supported(dtype, fun_name=None, stacklevel=3):
   if isinstance(dtype, type) and dtype in (bool, int, float, complex):
     return
   np_dtype = np.dtype(dtype)
-  if np_dtype.kind not in "biufc" and np_dtype not in _ml_float_dtypes and np_dtype != float0:
+  if (np_dtype.kind not in "biufc" and np_dtype not in _ml_float_dtypes
+      and np_dtype.type not in _ml_int_types and np_dtype != float0):
     msg = f"JAX only supports number and bool dtypes, got dtype {dtype}"
     msg += f" in {fun_name}" if fun_name else ""
     raise TypeError(msg)

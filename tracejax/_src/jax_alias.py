@@ -41,20 +41,30 @@ def target_name(fullname):
 
   Returns:
     The tracejax module name (`"tracejax.numpy"`, `"tracejax._src.jit"`), or None
-    when `fullname` is not `jax` or below it.
+    when `fullname` is not `jax` or below it (nor, under its tracejax spelling, a
+    module of the `ALIASES` table such as `"tracejax._src.compiler"`).
 
   Example:
     >>> target_name("jax._src.compiler")
     'tracejax._src.runtime.backend'
   """
+  if fullname.startswith("tracejax."):
+    # `from jax._src import compiler` imports `tracejax._src.compiler`: the import system
+    # names a from-import's submodule after the real package (`jax._src` is
+    # `tracejax._src`), so the table is also honoured under the tracejax spelling.
+    return _table_lookup("jax" + fullname[len("tracejax"):])
   if fullname != "jax" and not fullname.startswith("jax."):
     return None
+  return _table_lookup(fullname) or "tracejax" + fullname[3:]
+
+
+def _table_lookup(fullname):
   prefix = fullname
-  while prefix != "jax":  # the longest table entry that is `fullname` or a package above it
+  while "." in prefix:  # the longest table entry that is `fullname` or a package above it
     if prefix in ALIASES:
       return ALIASES[prefix] + fullname[len(prefix):]
     prefix = prefix.rpartition(".")[0]
-  return "tracejax" + fullname[3:]
+  return None
 
 
 class _AliasLoader(importlib.abc.Loader):

@@ -6,7 +6,7 @@ first use, like the top-level `tracejax` package does.
 """
 import importlib as _importlib
 
-_SUBMODULES = frozenset({"jet", "loops", "ode", "optimizers", "optix", "stax"})
+_SUBMODULES = frozenset({"checkify", "jet", "loops", "ode", "optimizers", "optix", "stax"})
 
 
 def __getattr__(name):

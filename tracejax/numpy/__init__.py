@@ -16,8 +16,9 @@ from tracejax._src.numpy.creation import (
 from tracejax._src.numpy.differences import diff, ediff1d, trapezoid, trapz
 from tracejax._src.numpy.einsum import einsum, einsum_path
 from tracejax._src.numpy.index_tricks import (
-    diag_indices, diag_indices_from, ix_, ravel_multi_index, tril_indices, tril_indices_from,
-    triu_indices, triu_indices_from, unravel_index,
+    c_, diag_indices, diag_indices_from, index_exp, ix_, mask_indices, mgrid, ogrid, r_,
+    ravel_multi_index,
+    s_, tril_indices, tril_indices_from, triu_indices, triu_indices_from, unravel_index,
 )
 from tracejax._src.numpy.indexing import IndexUpdateHelper as _IndexUpdateHelper
 from tracejax._src.numpy.indexing import take, take_along_axis
@@ -34,14 +35,18 @@ from tracejax._src.numpy.products import (
 )
 from tracejax._src.numpy.reductions import (
     all, alltrue, amax, amin, any, argmax, argmin, average, count_nonzero, cummax, cummin,
-    cumprod, cumproduct, cumsum, cumulative_sum, max, mean, min, nancumprod, nancumsum,
-    nanmax, nanmean, nanmin, nanprod, nansum, prod, product, ptp, sometrue, std, sum, var,
+    cumprod, cumproduct, cumsum, cumulative_prod, cumulative_sum, max, mean, min,
+    nanargmax, nanargmin, nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod, nanstd,
+    nansum, nanvar, prod, product, ptp, sometrue, std, sum, var,
 )
 from tracejax._src.numpy.scalar_types import (
     bfloat16, bool_, cdouble, character, complex128, complex64, complex_, complexfloating,
     csingle, double, dtype, flexible, float16, float32, float64, float_, floating, generic,
     inexact, int16, int32, int64, int8, int_, integer, ndarray, number, object_,
     signedinteger, single, uint, uint16, uint32, uint64, uint8, unsignedinteger,
+    float8_e4m3fn, float8_e5m2, float8_e4m3b11fnuz, float8_e4m3fnuz, float8_e5m2fnuz,
+    float8_e3m4, float8_e4m3, float8_e8m0fnu, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn,
+    int4, uint4, int2, uint2, int1, uint1, bool,
 )
 from tracejax._src.numpy.searching import argwhere, flatnonzero, nonzero
 from tracejax._src.numpy.statistics import (
@@ -50,7 +55,10 @@ from tracejax._src.numpy.statistics import (
 from tracejax._src.numpy.sorting import (
     argpartition, argsort, lexsort, msort, partition, searchsorted, sort, sort_complex,
 )
-from tracejax._src.numpy.setops import unique
+from tracejax._src.numpy.setops import (
+    in1d, intersect1d, isin, setdiff1d, setxor1d, union1d, unique, unique_all,
+    unique_counts, unique_inverse, unique_values,
+)
 from tracejax._src.numpy.histograms import (
     bincount, digitize, histogram, histogram2d, histogram_bin_edges, histogramdd, interp,
 )
@@ -76,8 +84,21 @@ from tracejax._src.numpy.ufuncs import (
     not_equal, positive, power, rad2deg, radians, real, reciprocal, remainder, right_shift,
     rint, round, round_, select, sign, signbit, sin, sinc, sinh, sqrt, square, subtract,
     tan, tanh,
-    true_divide, trunc, where,
+    true_divide, trunc, where, frexp, ldexp,
 )
+from tracejax._src.numpy.array_api import (
+    acos, acosh, apply_along_axis, apply_over_axes, asin, asinh, astype, atan, atan2, atanh,
+    bitwise_count, bitwise_invert, bitwise_left_shift, bitwise_right_shift, concat, copy,
+    diagflat, from_dlpack, frombuffer, fromfile, fromfunction, fromiter, fromstring, indices,
+    isdtype, iterable, load, matrix_transpose, matvec, modf, packbits, permute_dims,
+    piecewise, pow, resize, save, savez, spacing, trim_zeros, unpackbits, unstack, unwrap,
+    vecdot, vecmat,
+)
+from tracejax._src.numpy.array_edit import (
+    choose, compress, delete, extract, fill_diagonal, insert, place, put, put_along_axis,
+)
+from tracejax._src.numpy.ufunc_class import frompyfunc, ufunc
+ComplexWarning = _np.exceptions.ComplexWarning
 from tracejax._src.runtime.array import Array as _Array
 
 # Constants (C-S23) and NumPy's index helper.

@@ -6,7 +6,7 @@ This module only re-exports; the implementations live in
 # flake8: noqa: F401
 from tracejax._src.numpy.linalg import (
     EigResult, EighResult, QRResult, SVDResult, SlogdetResult,
-    cholesky, cond, det, diagonal, eig, eigh, eigvals, eigvalsh, inv, lstsq, matmul,
+    cholesky, cond, cross, det, diagonal, eig, eigh, eigvals, eigvalsh, inv, lstsq, matmul,
     matrix_norm, matrix_power, matrix_rank, matrix_transpose, multi_dot, norm, outer, pinv,
     qr, slogdet, solve, svd, svdvals, tensordot, tensorinv, tensorsolve, trace, vecdot,
     vector_norm,

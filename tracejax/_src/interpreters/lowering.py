@@ -84,6 +84,21 @@ try:
   import ml_dtypes
   _ir_type_makers[np.dtype(ml_dtypes.float8_e4m3fn)] = lambda: ir.Float8E4M3FNType.get()
   _ir_type_makers[np.dtype(ml_dtypes.float8_e5m2)] = lambda: ir.Float8E5M2Type.get()
+  # The other narrow types of ml_dtypes that XLA (jaxlib 0.10.2) computes with.
+  for _name, _make in (
+      ("float8_e4m3b11fnuz", lambda: ir.Float8E4M3B11FNUZType.get()),
+      ("float8_e4m3fnuz", lambda: ir.Float8E4M3FNUZType.get()),
+      ("float8_e5m2fnuz", lambda: ir.Float8E5M2FNUZType.get()),
+      ("float8_e3m4", lambda: ir.Float8E3M4Type.get()),
+      ("float8_e4m3", lambda: ir.Float8E4M3Type.get()),
+      ("float8_e8m0fnu", lambda: ir.Float8E8M0FNUType.get()),
+      ("float4_e2m1fn", lambda: ir.Float4E2M1FNType.get()),
+      ("int4", lambda: ir.IntegerType.get_signless(4)),
+      ("uint4", lambda: ir.IntegerType.get_unsigned(4)),
+      ("int2", lambda: ir.IntegerType.get_signless(2)),
+      ("uint2", lambda: ir.IntegerType.get_unsigned(2))):
+    if hasattr(ml_dtypes, _name):
+      _ir_type_makers[np.dtype(getattr(ml_dtypes, _name))] = _make
 except Exception:  # pragma: no cover
   pass
 

@@ -130,14 +130,13 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
   """
   util.check_arraylike("vecdot", x1, x2)
   x1, x2 = util.to_array(x1), util.to_array(x2)
-  n1, n2 = util.ndim(x1), util.ndim(x2)
-  if n1 == 0 or n2 == 0:
+  if util.ndim(x1) == 0 or util.ndim(x2) == 0:
     raise ValueError("vecdot: both arguments need at least one dimension")
-  s1 = util.shape(x1)[util.canonicalize_axis(axis, n1)] if -n1 <= axis < n1 else None
-  s2 = util.shape(x2)[util.canonicalize_axis(axis, n2)] if -n2 <= axis < n2 else None
-  if s1 is None or s2 is None or s1 != s2:
-    raise ValueError(f"vecdot: axes {axis} of x1 (shape {util.shape(x1)}) and x2 (shape "
-                     f"{util.shape(x2)}) must exist and have equal sizes")
+  # `axis` counts in the broadcast shape (the array API's rule).
+  shape = util.broadcast_shapes(util.shape(x1), util.shape(x2))
+  if not -len(shape) <= axis < len(shape):
+    raise ValueError(f"vecdot: axis {axis} is out of bounds for the broadcast shape {shape}")
+  x1, x2 = util.broadcast_to(x1, shape), util.broadcast_to(x2, shape)
   x1 = shape_ops.moveaxis(x1, axis, -1)
   x2 = shape_ops.moveaxis(x2, axis, -1)
   out = products.matmul(ufuncs.conjugate(x1)[..., None, :], x2[..., :, None],
@@ -293,8 +292,11 @@ def spacing(x, /):
   dt = util.dtype_of(x)
   if dtypes.is_complex(dt):
     raise TypeError("spacing does not support complex-valued inputs")
-  away = ufuncs.where(ufuncs.signbit(x), util.convert(-np.inf, dt), util.convert(np.inf, dt))
-  return ufuncs.subtract(ufuncs.nextafter(x, away), x)
+  away = ufuncs.where(ufuncs.less(x, 0), util.convert(-np.inf, dt), util.convert(np.inf, dt))
+  nxt = ufuncs.nextafter(x, away)
+  # At zero the step is the smallest subnormal itself; subtracting zero from it
+  # would be flushed to zero on CPUs that flush denormal results.
+  return ufuncs.where(ufuncs.equal(x, 0), nxt, ufuncs.subtract(nxt, x))
 
 
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
@@ -677,3 +679,94 @@ def trim_zeros(filt, trim="fb", axis=None):
     index[ax] = slice(start, stop)
   return indexing.getitem(filt_arr, tuple(index))
 
+
+
+# ---- implementations of Array methods without a jnp function ----
+
+def array_view(x, dtype=None, type=None):
+  """`x.view(dtype)`: the same bits read as `dtype`. A different item size changes
+  the last dimension (which must then divide evenly), as in NumPy.
+
+  >>> jnp.array([1.0], jnp.float32).view(jnp.int32)
+  DeviceArray([1065353216], dtype=int32)
+  """
+  if type is not None:
+    raise NotImplementedError("`type` argument of array.view() is not supported.")
+  x = util.to_array(x)
+  if dtype is None:
+    return x
+  util.check_dtype(dtype, "view")
+  dt_in, dt_out = util.dtype_of(x), np.dtype(dtype)
+  if dt_out == dt_in:
+    return x
+  # XLA cannot bitcast bools; they are bytes holding 0 or 1, as in NumPy.
+  if dt_in == np.bool_:
+    x, dt_in = util.convert(x, np.uint8), np.dtype(np.uint8)
+  to_bool = dt_out == np.bool_
+  target = np.dtype(np.uint8) if to_bool else dt_out
+  n_in, n_out = dt_in.itemsize, target.itemsize
+  if n_in == n_out:
+    out = lax_ew.bitcast_convert_type(x, target)
+  elif util.ndim(x) == 0:
+    raise ValueError("Changing the dtype of a 0d array is only supported if the itemsize "
+                     "is unchanged")
+  elif n_in > n_out:
+    out = lax_ew.bitcast_convert_type(x, target)  # a new trailing axis of n_in // n_out
+    out = util.reshape(out, util.shape(x)[:-1] + (util.shape(x)[-1] * (n_in // n_out),))
+  else:
+    k = n_out // n_in
+    if util.shape(x)[-1] % k:
+      raise ValueError("When changing to a larger dtype, its size must be a divisor of the "
+                       "total size in bytes of the last axis of the array.")
+    x = util.reshape(x, util.shape(x)[:-1] + (util.shape(x)[-1] // k, k))
+    out = lax_ew.bitcast_convert_type(x, target)
+  if to_bool:
+    out = ufuncs.not_equal(out, np.uint8(0))
+  return out
+
+
+def array_byteswap(x, inplace=False):
+  """`x.byteswap()`: every element's bytes in reverse order (a new array).
+
+  >>> jnp.array([1], jnp.int16).byteswap()
+  DeviceArray([256], dtype=int16)
+  """
+  if inplace:
+    raise ValueError("Inplace byteswapping is not supported: JAX arrays are immutable.")
+  x = util.to_array(x)
+  dt = util.dtype_of(x)
+  if dt.itemsize == 1:
+    return x
+  b = lax_ew.bitcast_convert_type(x, np.uint8)
+  b = shape_ops.flip(b, axis=-1)
+  return lax_ew.bitcast_convert_type(b, dt)
+
+
+def array_to_device(x, device, *, stream=None):
+  """`x.to_device(device)`: a copy of `x` on `device` (the array API's method)."""
+  if stream is not None:
+    raise NotImplementedError("to_device: the stream argument is not supported")
+  return creation._place(x, device)
+
+
+def array_tobytes(x, order="C"):
+  """`x.tobytes()`: the raw bytes of the value (fetched to the host)."""
+  return np.asarray(x).tobytes(order=order)
+
+
+def tracer_item(x, *args):
+  """`x.item()` of a traced value: a concretization error, since its value is unknown."""
+  return concrete_or_error(lambda v: np.asarray(v).item(*args), x,
+                           "The error arose in the .item() method of a traced array.")
+
+
+def tracer_tolist(x):
+  """`x.tolist()` of a traced value: a concretization error, since its value is unknown."""
+  return concrete_or_error(lambda v: np.asarray(v).tolist(), x,
+                           "The error arose in the .tolist() method of a traced array.")
+
+
+def array_flat(x):
+  """`x.flat` is NumPy's in-place flat iterator, which immutable arrays cannot offer."""
+  raise NotImplementedError("JAX Arrays do not implement the arr.flat property: consider "
+                            "arr.flatten() instead.")

@@ -178,8 +178,9 @@ def put(a, ind, v, mode=None, *, inplace=True):
     a: array.
     ind: flat integer indices.
     v: values (used cyclically over `ind`).
-    mode: 'clip' (default) clamps out-of-range indices, 'wrap' wraps them,
-      'raise' checks concrete indices and raises.
+    mode: None (default: negative indices count from the end, the rest clamp),
+      'clip' (NumPy's: clamp, negatives to 0), 'wrap' (modulo the size), or
+      'raise' (checks concrete indices and raises).
     inplace: must be False (JAX arrays are immutable).
 
   >>> put(jnp.zeros(5), jnp.array([0, 7]), jnp.array([1., 2.]), mode='wrap', inplace=False)
@@ -201,9 +202,11 @@ def put(a, ind, v, mode=None, *, inplace=True):
     raise ValueError("put: v must not be empty when ind is not")
   from tracejax._src.numpy import array_api
   vals = array_api.resize(vals, (k,))
-  if mode is None or mode == "clip":
+  if mode is None:  # negative indices count from the end, then clamp (as JAX)
     idx = ufuncs.clip(ufuncs.where(ufuncs.less(idx, 0), ufuncs.add(idx, size), idx),
                       0, size - 1)
+  elif mode == "clip":  # NumPy's clip: negative indices clamp to 0
+    idx = ufuncs.clip(idx, 0, size - 1)
   elif mode == "wrap":
     idx = ufuncs.remainder(idx, size)
   elif mode == "raise":

@@ -253,3 +253,43 @@ def attach(*classes):
 
 
 attach(Tracer, Array)
+
+
+# ---- methods of today's JAX arrays (take, choose, compress, view, ...) ----
+
+def _take_method(self, indices, axis=None, out=None, mode=None, unique_indices=False,
+                 indices_are_sorted=False, fill_value=None):
+  """Elements of the array at `indices` along `axis` (see jnp.take)."""
+  return indexing.take(self, indices, axis, out, mode, unique_indices=unique_indices,
+                       indices_are_sorted=indices_are_sorted, fill_value=fill_value)
+
+
+def _choose_method(self, choices, out=None, mode="raise"):
+  """Pick from `choices` by this array of choice numbers (see jnp.choose)."""
+  from tracejax._src.numpy import array_edit
+  return array_edit.choose(self, choices, out, mode)
+
+
+def _compress_method(self, condition, axis=None, *, out=None, size=None, fill_value=0):
+  """The slices along `axis` where `condition` holds (see jnp.compress)."""
+  from tracejax._src.numpy import array_edit
+  return array_edit.compress(condition, self, axis, size=size, fill_value=fill_value,
+                             out=out)
+
+
+def _modern_methods():
+  from tracejax._src.numpy import array_api
+  both = {"take": _take_method, "choose": _choose_method, "compress": _compress_method,
+          "view": array_api.array_view, "byteswap": array_api.array_byteswap,
+          "flat": property(array_api.array_flat)}
+  for cls in (Tracer, Array):
+    for name, value in both.items():
+      setattr(cls, name, value)
+  Array.to_device = array_api.array_to_device
+  Array.tobytes = array_api.array_tobytes
+  # A tracer's value is unknown: these raise JAX's concretization error.
+  Tracer.item = array_api.tracer_item
+  Tracer.tolist = array_api.tracer_tolist
+
+
+_modern_methods()

@@ -200,8 +200,7 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
   """
   device = device if device is not None else out_sharding
   dt = util.check_dtype(dtype, "full_like")
-  if not util.is_arraylike(a) and not isinstance(a, (list, tuple)) and hasattr(
-      a, "shape") and hasattr(a, "dtype"):
+  if not util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
     a_shape, a_dtype = _duck_shape_dtype(a, "full_like")
     weak = False
   else:

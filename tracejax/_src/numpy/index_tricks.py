@@ -274,3 +274,21 @@ c_.__doc__ = """Stack 1-D arrays as columns (concatenate along the last axis), l
 DeviceArray([[1, 3],
              [2, 4]], dtype=int32)
 """
+
+
+def mask_indices(n, mask_func, k=0, *, size=None):
+  """The (row, column) indices where `mask_func(ones((n, n)), k)` is nonzero.
+
+  Args:
+    n: the size of the square array.
+    mask_func: e.g. `jnp.triu` or `jnp.tril`: called as mask_func(array, k).
+    k: passed to `mask_func`.
+    size: a static number of indices (needed under jit), as in `nonzero`.
+
+  >>> mask_indices(2, jnp.triu)
+  (DeviceArray([0, 0, 1], dtype=int32), DeviceArray([0, 1, 1], dtype=int32))
+  """
+  from tracejax._src.numpy import searching
+  n = util.concrete_int(n, "n of jnp.mask_indices")
+  m = mask_func(creation.ones((n, n), dtypes.default_int_dtype()), k)
+  return searching.nonzero(m, size=size)

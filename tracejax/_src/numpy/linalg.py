@@ -743,3 +743,19 @@ def outer(x1, x2, /):
     raise ValueError("jnp.linalg.outer requires 1-D arguments, got shapes "
                      f"{util.shape(x1)} and {util.shape(x2)}.")
   return products.outer(x1, x2)
+
+
+def cross(x1, x2, /, *, axis=-1):
+  """The cross product of 3-vectors along `axis` (the array API's version: both
+  arguments need size 3 there; the other axes broadcast).
+
+  >>> cross(jnp.array([1., 0., 0.]), jnp.array([0., 1., 0.]))
+  DeviceArray([0., 0., 1.], dtype=float32)
+  """
+  util.check_arraylike("jnp.linalg.cross", x1, x2)
+  s1, s2 = util.shape(x1), util.shape(x2)
+  n1, n2 = len(s1), len(s2)
+  if not (-n1 <= axis < n1 and -n2 <= axis < n2) or s1[axis] != 3 or s2[axis] != 3:
+    raise ValueError(f"jnp.linalg.cross: both inputs must have size 3 along axis {axis}, "
+                     f"got shapes {s1} and {s2}")
+  return products.cross(x1, x2, axisa=axis, axisb=axis, axisc=axis)

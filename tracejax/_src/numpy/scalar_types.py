@@ -95,3 +95,24 @@ class ndarray(abc.ABC):
 
 ndarray.register(Array)
 ndarray.register(Tracer)
+
+# The narrow types of ml_dtypes (XLA computes with all but float6, int1, uint1).
+float8_e4m3fn = _make_scalar_type(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = _make_scalar_type(ml_dtypes.float8_e5m2)
+float8_e4m3b11fnuz = _make_scalar_type(ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fnuz = _make_scalar_type(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2fnuz = _make_scalar_type(ml_dtypes.float8_e5m2fnuz)
+float8_e3m4 = _make_scalar_type(ml_dtypes.float8_e3m4)
+float8_e4m3 = _make_scalar_type(ml_dtypes.float8_e4m3)
+float8_e8m0fnu = _make_scalar_type(ml_dtypes.float8_e8m0fnu)
+float4_e2m1fn = _make_scalar_type(ml_dtypes.float4_e2m1fn)
+float6_e2m3fn = _make_scalar_type(ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = _make_scalar_type(ml_dtypes.float6_e3m2fn)
+int4 = _make_scalar_type(ml_dtypes.int4)
+uint4 = _make_scalar_type(ml_dtypes.uint4)
+int2 = _make_scalar_type(ml_dtypes.int2)
+uint2 = _make_scalar_type(ml_dtypes.uint2)
+int1 = _make_scalar_type(ml_dtypes.int1)
+uint1 = _make_scalar_type(ml_dtypes.uint1)
+# NumPy 2's name for the bool scalar type (the array API's `bool`).
+bool = _make_scalar_type(np.bool_, "bool")  # noqa: A001  (jnp.bool, as in JAX)

@@ -407,6 +407,7 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
   DeviceArray([1, 2, 3], dtype=int32)
   """
   a1, a2 = _set_inputs("union1d", ar1, ar2)
+  size = _static_size_or_concrete(size, "union1d", a1, a2)
   return unique(shape_ops.concatenate([a1, a2], axis=0), size=size, fill_value=fill_value)
 
 

@@ -465,10 +465,26 @@ round_ = round
 
 equal = _binary("equal", lax.eq, doc="(x1 == x2) elementwise.")
 not_equal = _binary("not_equal", lax.ne, doc="(x1 != x2) elementwise.")
-less = _binary("less", lax.lt, doc="(x1 < x2) elementwise.")
-less_equal = _binary("less_equal", lax.le, doc="(x1 <= x2) elementwise.")
-greater = _binary("greater", lax.gt, doc="(x1 > x2) elementwise.")
-greater_equal = _binary("greater_equal", lax.ge, doc="(x1 >= x2) elementwise.")
+def _ordering(name, lax_fn, doc):
+  """An order comparison; complex numbers compare lexicographically (real part
+  first, then imaginary), as in NumPy and JAX, since lax orders only reals."""
+  strict = {lax.lt: lax.lt, lax.le: lax.lt, lax.gt: lax.gt, lax.ge: lax.gt}[lax_fn]
+
+  def fn(x1, x2, /):
+    x1, x2 = util.promote_args(name, x1, x2)
+    if not dtypes.is_complex(_dtype(x1)):
+      return lax_fn(x1, x2)
+    r1, r2, i1, i2 = lax.real(x1), lax.real(x2), lax.imag(x1), lax.imag(x2)
+    return lax.bitwise_or(strict(r1, r2), lax.bitwise_and(lax.eq(r1, r2), lax_fn(i1, i2)))
+  fn.__name__ = fn.__qualname__ = name
+  fn.__doc__ = doc
+  return fn
+
+
+less = _ordering("less", lax.lt, "(x1 < x2) elementwise.")
+less_equal = _ordering("less_equal", lax.le, "(x1 <= x2) elementwise.")
+greater = _ordering("greater", lax.gt, "(x1 > x2) elementwise.")
+greater_equal = _ordering("greater_equal", lax.ge, "(x1 >= x2) elementwise.")
 bitwise_and = _binary("bitwise_and", lax.bitwise_and, doc="Bitwise AND elementwise.")
 bitwise_or = _binary("bitwise_or", lax.bitwise_or, doc="Bitwise OR elementwise.")
 bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor, doc="Bitwise XOR elementwise.")

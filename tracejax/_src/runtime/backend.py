@@ -546,16 +546,31 @@ _ = io
 
 _MLIR_NAMES = {"bfloat16": "bf16", "float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2",
                "float8_e4m3b11fnuz": "f8E4M3B11FNUZ", "float8_e4m3fnuz": "f8E4M3FNUZ",
-               "float8_e5m2fnuz": "f8E5M2FNUZ"}
+               "float8_e5m2fnuz": "f8E5M2FNUZ", "float8_e3m4": "f8E3M4",
+               "float8_e4m3": "f8E4M3", "float8_e8m0fnu": "f8E8M0FNU"}
+# Sub-byte types cannot be bitcast to a byte type; they are converted (exactly)
+# to a byte-or-wider type on the device and back on the host.
+_SUBBYTE_FETCH = {"float4_e2m1fn": ("f4E2M1FN", "f32", np.float32),
+                  "int4": ("i4", "i8", np.int8), "uint4": ("ui4", "ui8", np.uint8),
+                  "int2": ("i2", "i8", np.int8), "uint2": ("ui2", "ui8", np.uint8)}
 
 
 def needs_bitcast_fetch(dtype):
-  return dtype.name in _MLIR_NAMES
+  return dtype.name in _MLIR_NAMES or dtype.name in _SUBBYTE_FETCH
 
 
 def fetch_via_bitcast(buf, shape, dtype):
   """Bitcast on the device to an unsigned int of the same width, then view on the host."""
   device = buffer_device(buf)
+  if dtype.name in _SUBBYTE_FETCH:
+    src, dst, host_dt = _SUBBYTE_FETCH[dtype.name]
+    dims = "".join(f"{d}x" for d in shape)
+    t_in, t_out = f"tensor<{dims}{src}>", f"tensor<{dims}{dst}>"
+    text = (f"module @fetch {{ func.func public @main(%a: {t_in}) -> {t_out} {{ "
+            f"%0 = stablehlo.convert %a : ({t_in}) -> {t_out} "
+            f"return %0 : {t_out} }} }}")
+    exe = compile(text, [(tuple(shape), np.dtype(host_dt))], device)
+    return np.asarray(exe.execute([buf])[0]).astype(dtype)
   bits = {1: "ui8", 2: "ui16"}[dtype.itemsize]
   udt = {1: np.uint8, 2: np.uint16}[dtype.itemsize]
   t_in = f"tensor<{''.join(f'{d}x' for d in shape)}{_MLIR_NAMES[dtype.name]}>"
@@ -722,5 +737,5 @@ def profile_data_lib():
 
 
 def heap_profile(platform=None):
-  """The device memory in use, as a gzipped pprof `Profile` proto (bytes)."""
+  """The device memory in use, as a binary pprof `Profile` proto (bytes)."""
   return get_client(platform).heap_profile()

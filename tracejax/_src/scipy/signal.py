@@ -146,6 +146,9 @@ def _conv2d(fun_name, in1, in2, mode, boundary, fillvalue, precision, flip):
     in1, in2 = in2, in1
   kernel = jnp.flip(in2) if flip else jnp.conj(in2)
   pads = _mode_padding(mode, in2.shape)
+  if not flip:
+    # SciPy's correlate2d centres 'same' on the unflipped kernel: the odd point goes last.
+    pads = [(hi, lo) for lo, hi in pads]
   pad_mode = _BOUNDARIES[boundary]
   if pad_mode == "constant" and isinstance(fillvalue, (int, float)) and fillvalue == 0:
     out = _xcorr(in1, kernel, pads, precision)
@@ -256,7 +259,7 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):
 
   Example:
     >>> detrend(jnp.array([1., 2., 3., 5.]))
-    Array([ 0.1, -0.3, -0.1,  0.3], dtype=float32)
+    Array([ 0.2, -0.1, -0.4,  0.3], dtype=float32)
   """
   del overwrite_data
   if type not in ("linear", "l", "constant", "c"):
@@ -478,7 +481,7 @@ def _spectral(fun_name, x, y, fs, window, nperseg, noverlap, nfft, detrend_type,
                      "['even', 'odd', 'constant', 'zeros', None]")
   if scaling not in ("density", "spectrum"):
     raise ValueError(f"{fun_name}: unknown scaling: {scaling!r}")
-  same = y is None
+  same = y is None or y is x   # SciPy: the same object gives a real auto-spectrum
   util.check_arraylike(fun_name, x)
   if same:
     (x,) = util.promote_dtypes_inexact(util.to_array(x))
@@ -603,7 +606,7 @@ def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detren
   Example:
     >>> f, t, Z = stft(jnp.sin(jnp.arange(64.)), nperseg=16)
     >>> Z.shape
-    (9, 5)
+    (9, 9)
   """
   return _spectral("stft", x, None, fs, window, nperseg, noverlap, nfft, detrend,
                    return_onesided, "spectrum", axis, "stft", boundary, padded)

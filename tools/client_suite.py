@@ -185,6 +185,12 @@ def _normalize(message):
   return message[:160]
 
 
+def _pytest_summary(log):
+  with open(log, errors="replace") as f:
+    lines = [l.strip(" =\n") for l in f if re.search(r"\d+ (passed|failed|error)", l)]
+  return lines[-1] if lines else None
+
+
 def report(counts, messages, wall, label, causes):
   """Prints the per-file table, the totals and (causes > 0) the commonest failures."""
   kinds = ("passed", "failed", "error", "skipped")
@@ -240,6 +246,9 @@ def main(argv=None):
                                   workdir, args.pytest_arg)
   counts, messages = parse_junit(xml, site, files)
   total = report(counts, messages, wall, label, args.causes)
+  summary = _pytest_summary(log)
+  if summary:  # pytest's own count (it also counts subtests, which JUnit XML folds in)
+    print(f"pytest's summary: {summary}")
   print(f"pytest exit status {rc}; log: {log}")
   if not sum(total.values()):
     print("no test result was recorded: see the log", file=sys.stderr)

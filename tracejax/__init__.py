@@ -45,7 +45,9 @@ from tracejax._src.api import (
     process_index as process_index,
 )
 from tracejax._src.jit import jit as jit
-from tracejax._src.runtime.array import Array as Array, DeviceArray as DeviceArray
+# `jax.Array` is the abstract type that tracers are instances of too (see array.py);
+# `DeviceArray` stays the concrete device array type.
+from tracejax._src.runtime.array import PublicArray as Array, DeviceArray as DeviceArray
 
 # ---- transformations: differentiation, vectorization, custom rules ----
 # Later issues add their transformations here (checkpoint/remat, xla_computation,

@@ -450,6 +450,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     g = f_vjp(one)
     g = g[0] if isinstance(argnums, int) else g
     g = tree_util.tree_map(_float0_for_ints if allow_int else (lambda x: x), g)
+    g = tree_util.tree_map(_grad_as_array, g, dyn[0] if isinstance(argnums, int) else dyn)
     return ((ans, aux), g) if has_aux else (ans, g)
 
   return value_and_grad_f
@@ -462,6 +463,21 @@ def _ones_like(x):
 
 def _float0_for_ints(x):
   return x
+
+
+def _grad_as_array(g, primal):
+  # A gradient that never met a traced operation (the identity's, or a custom_vjp bwd
+  # returning NumPy values) is a host value: grad returns Arrays, so put it on the device
+  # with the primal's tangent dtype and weak type, as JAX's grad does.
+  if isinstance(g, (Array, Tracer)) or not isinstance(
+      g, (np.ndarray, np.generic, int, float, complex, bool)):
+    return g
+  aval = _abstractify(primal).at_least_vspace()
+  value = np.asarray(g)
+  if dtypes.issubdtype(aval.dtype, np.inexact):
+    value = value.astype(aval.dtype)
+  from tracejax._src.runtime.array import from_numpy
+  return from_numpy(value, weak_type=aval.weak_type)
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):

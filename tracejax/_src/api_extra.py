@@ -8,7 +8,6 @@ operations on concrete values eagerly, even while an outer `jit` traces) and
 import contextlib
 import functools
 import gc
-import threading
 
 import numpy as np
 
@@ -29,12 +28,8 @@ def _aval(x):
 # named_scope / named_call
 # =============================================================================
 
-class _NameStack(threading.local):
-  def __init__(self):
-    self.names = []
-
-
-_name_stack = _NameStack()
+# The stack lives in the staging layer, which records it in each equation it stages.
+_name_stack = staging.name_stack
 
 
 def current_name_stack():
@@ -54,9 +49,9 @@ def named_scope(name):
   Args:
     name: a string. Scopes nest: the stack reads `outer/inner`.
 
-  It changes no value: it only names the operations of its body (JAX shows the
-  stack in the lowered program's locations; tracejax keeps it in
-  `current_name_stack()`).
+  It changes no value: it only names the operations of its body. Staged equations
+  keep the stack as their `source_info`, and the lowered program's locations read
+  `jit(f)/name/op` (see `.lower(...).as_text(debug_info=True)`), as in JAX.
 
   >>> with named_scope("layer1"):
   ...   y = jnp.sin(1.0)

@@ -389,7 +389,6 @@ def _call_exported_batch(args, dims, *, exported):
   # Exported modules have fixed shapes: run them once per batch element, in a loop.
   from tracejax._src.control_flow import map as lax_map
   from tracejax._src.lax import utils as lax_utils
-  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
   batched = [i for i, d in enumerate(dims) if d is not None]
   xs = [lax_utils.moveaxis(args[i], dims[i], 0) for i in batched]
 
@@ -399,7 +398,6 @@ def _call_exported_batch(args, dims, *, exported):
       full[i] = x
     return call_exported_p.bind(*full, exported=exported)
 
-  del size
   return lax_map(one, xs), [0] * len(exported.out_avals)
 
 

@@ -12,7 +12,6 @@ import functools
 import gzip
 import http.server
 import json
-import logging
 import os
 import pathlib
 import socketserver
@@ -26,8 +25,6 @@ __all__ = [
     "save_device_memory_profile", "start_server", "start_trace", "stop_server",
     "stop_trace", "trace",
 ]
-
-logger = logging.getLogger("jax._src.profiler")
 
 _lib = backend.profiler_lib()
 _data = backend.profile_data_lib()

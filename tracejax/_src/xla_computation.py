@@ -9,9 +9,10 @@ convert that module to HLO (`backend.stablehlo_to_hlo`).
 computation is then a replicated program, one replica per position in the
 product of the axes (row-major: the last axis varies fastest), and each
 collective lowers to an XLA cross-replica op over the replica groups of its
-axes. Those lowerings are installed below around the collectives' own rules,
-which still apply wherever no axis environment names the axis.
+axes: the collectives' own lowering rules read the module's axis env, the one
+mechanism that pmap's replicated programs use too.
 """
+import contextlib
 import functools
 import math
 import operator
@@ -183,7 +184,10 @@ def xla_computation(fun, static_argnums=(), axis_env=None, backend=None, tuple_a
       out_store[:] = [ot]
       return ol
 
-    jaxpr, consts = staging.trace_to_jaxpr(flat_fun, in_avals)
+    with contextlib.ExitStack() as stack:
+      for axis, size in env or ():  # shape rules (all_gather's) read the axis sizes
+        stack.enter_context(parallel.extend_axis_env(axis, size))
+      jaxpr, consts = staging.trace_to_jaxpr(flat_fun, in_avals)
     if any(isinstance(c, Tracer) for c in consts):
       raise TypeError(f"xla_computation of {fun_name}: the function closes over a value "
                       "traced by an enclosing transformation; an XLA computation can only "
@@ -227,111 +231,10 @@ def _lower_to_stablehlo(jaxpr, consts, name, platform, axis_env):
     return module.operation.get_asm(enable_debug_info=False)
 
 
-# =============================================================================
-# Collectives over the axes of an axis environment: cross-replica ops
-# =============================================================================
-
-def _names(axis_name):
-  return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
-
-
-def _env_of(ctx, axis_name):
-  """The module's axis environment if it names every axis in `axis_name`, else None."""
-  env = ctx.module_context.axis_env
-  if not env:
-    return None
-  env_names = [n for n, _ in env]
-  if all(n in env_names for n in _names(axis_name)):
-    return env
-  return None
-
-
-def replica_groups(axis_env, names):
-  """The replicas that a collective over `names` combines, one group per position of
-  the other axes; replica ids are row-major over `axis_env` (last axis fastest).
-
-  >>> replica_groups((('i', 4), ('j', 2)), ('i',)).tolist()
-  [[0, 2, 4, 6], [1, 3, 5, 7]]
-  """
-  env_names = [n for n, _ in axis_env]
-  sizes = [s for _, s in axis_env]
-  reduced = [env_names.index(n) for n in names]
-  kept = [i for i in range(len(sizes)) if i not in reduced]
-  ids = np.arange(math.prod(sizes), dtype=np.int64).reshape(sizes)
-  group_size = math.prod(sizes[i] for i in reduced)
-  return np.ascontiguousarray(ids.transpose(kept + reduced).reshape(-1, group_size))
-
-
-def _all_reduce(ctx, x, aval, groups, combine):
-  scalar = ir.RankedTensorType.get([], lowering.dtype_to_ir_type(aval.dtype))
-  op = hlo.AllReduceOp([lowering.aval_to_ir_type(aval)], [x],
-                       ir.DenseIntElementsAttr.get(groups))
-  block = op.regions[0].blocks.append(scalar, scalar)
-  with ir.InsertionPoint(block):
-    hlo.return_([combine(aval)(*block.arguments)])
-  return op.results[0]
-
-
-def _sum_combiner(aval):
-  return hlo.or_ if aval.dtype == np.bool_ else hlo.add
-
-
-def _max_combiner(aval):
-  return hlo.or_ if aval.dtype == np.bool_ else hlo.maximum
-
-
-def _min_combiner(aval):
-  return hlo.and_ if aval.dtype == np.bool_ else hlo.minimum
-
-
-def _reduction_rule(fallback, combine):
-  def rule(ctx, *args, axis_name, **params):
-    env = _env_of(ctx, axis_name)
-    if env is None:
-      return fallback(ctx, *args, axis_name=axis_name, **params)
-    groups = replica_groups(env, _names(axis_name))
-    return [_all_reduce(ctx, x, a, groups, combine) for x, a in zip(args, ctx.avals_in)]
-  return rule
-
-
-def _axis_index_rule(fallback):
-  def rule(ctx, *, axis_name, **params):
-    env = _env_of(ctx, axis_name)
-    if env is None:
-      return fallback(ctx, axis_name=axis_name, **params)
-    env_names = [n for n, _ in env]
-    k = env_names.index(axis_name)
-    stride = math.prod(s for _, s in env[k + 1:])
-    i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
-    rid = hlo.convert(i32, hlo.replica_id())
-    idx = hlo.divide(rid, lowering.ir_constant(np.int32(stride)))
-    return [hlo.remainder(idx, lowering.ir_constant(np.int32(env[k][1])))]
-  return rule
-
-
-def _ppermute_rule(fallback):
-  def rule(ctx, *args, axis_name, perm, **params):
-    env = _env_of(ctx, axis_name)
-    if env is None:
-      return fallback(ctx, *args, axis_name=axis_name, perm=perm, **params)
-    groups = replica_groups(env, _names(axis_name))
-    pairs = np.array([[g[s], g[d]] for g in groups for s, d in perm], np.int64).reshape(-1, 2)
-    return [hlo.CollectivePermuteOp(x, ir.DenseIntElementsAttr.get(pairs)).result
-            for x in args]
-  return rule
-
-
-def _install_axis_env_lowerings():
-  for prim, make in ((parallel.psum_p, lambda fb: _reduction_rule(fb, _sum_combiner)),
-                     (parallel.pmax_p, lambda fb: _reduction_rule(fb, _max_combiner)),
-                     (parallel.pmin_p, lambda fb: _reduction_rule(fb, _min_combiner)),
-                     (parallel.axis_index_p, _axis_index_rule),
-                     (parallel.ppermute_p, _ppermute_rule)):
-    fallback = lowering.get_lowering(prim, None)
-    lowering.register_lowering(prim, make(fallback))
-
-
-_install_axis_env_lowerings()
+# Collectives over the axes of an axis environment are lowered by their own rules
+# (tracejax/_src/lax/parallel.py) from the module's axis env: the same mechanism that
+# pmap's replicated programs use. `replica_groups` is re-exported for 2020-style callers.
+replica_groups = parallel.replica_groups
 
 
 # =============================================================================

@@ -9,3 +9,5 @@ from tracejax.scipy import optimize as optimize
 from tracejax.scipy import sparse as sparse
 from tracejax.scipy import integrate as integrate
 from tracejax.scipy import fft as fft
+from tracejax.scipy import cluster as cluster
+# jax.scipy.spatial is not an attribute until imported, as in JAX.

@@ -52,8 +52,22 @@ def cond(pred, *args, **kwargs):
   return _switch(index, branches, operands, "true_fun and false_fun output")
 
 
-def switch(index, branches, *operands):
-  """Apply `branches[index](*operands)`; the index is clamped into range."""
+def switch(index, branches, *operands, **kwargs):
+  """Apply `branches[index](*operands)`; the index is clamped into range.
+
+  Args:
+    index: a scalar integer (traced or not).
+    branches: a non-empty sequence of functions of the operands, all returning the same
+      types.
+    *operands: the operands (the 2020 single `operand=` keyword works too).
+
+  >>> switch(1, [lambda x: x, lambda x: -x], 2.)
+  DeviceArray(-2., dtype=float32)
+  """
+  if "operand" in kwargs:
+    operands = operands + (kwargs.pop("operand"),)
+  if kwargs:
+    raise TypeError(f"switch() got unexpected keyword arguments {sorted(kwargs)}")
   branches = list(branches)
   if not branches:
     raise ValueError("switch requires at least one branch")
@@ -250,3 +264,68 @@ def _cond_pp(eqn, namer):
 
 
 pp.pp_rules[cond_p] = _cond_pp
+
+
+# =============================================================================
+# platform_dependent: a switch on the platform the program is lowered for
+# =============================================================================
+
+_PLATFORM_ALIASES = {"cuda": "gpu", "rocm": "gpu"}
+
+
+def platform_dependent(*args, default=None, **per_platform):
+  """`per_platform[p](*args)` for the platform `p` the program is compiled for ("cpu",
+  "cuda", "rocm", "tpu"), else `default(*args)`.
+
+  The choice is made when the program is lowered, not by a Python test at trace time:
+  the branches are all traced (they must return the same types) and the lowering
+  keeps the one of its platform, as `jax.lax.platform_dependent` does.
+
+  Args:
+    *args: the operands passed to the chosen function.
+    default: the function for platforms not named (None: such platforms are an error).
+    **per_platform: a function per platform name.
+
+  >>> platform_dependent(1., cpu=lambda x: x + 1, default=lambda x: x - 1)
+  DeviceArray(2., dtype=float32)
+  """
+  if not per_platform and default is None:
+    raise TypeError("platform_dependent needs at least one per-platform function or a "
+                    "default.")
+  names = sorted(per_platform)
+  branches = [per_platform[n] for n in names]
+  platforms = tuple((n,) for n in names)
+  if default is not None:
+    branches.append(default)
+  index = platform_index_p.bind(platforms=platforms, has_default=default is not None)
+  return switch(index, branches, *args)
+
+
+platform_index_p = Primitive("platform_index")
+platform_index_p.def_impl(functools.partial(dispatch.apply_primitive, platform_index_p))
+
+
+def _platform_index_abstract_eval(*, platforms, has_default):
+  from tracejax._src.core.avals import ShapedArray
+  return ShapedArray((), np.dtype(np.int32))
+
+
+platform_index_p.def_abstract_eval(_platform_index_abstract_eval)
+ad.defjvp_zero(platform_index_p)
+batching.primitive_batchers[platform_index_p] = (
+    lambda args, dims, **params: (platform_index_p.bind(**params), None))
+
+
+def _platform_index_lowering(ctx, *, platforms, has_default):
+  here = ctx.module_context.platform
+  for i, names in enumerate(platforms):
+    if any(_PLATFORM_ALIASES.get(n, n) == here for n in names):
+      return [lowering.ir_constant(np.int32(i))]
+  if has_default:
+    return [lowering.ir_constant(np.int32(len(platforms)))]
+  raise NotImplementedError(
+      f"platform_dependent has no function for the platform '{here}' (it has "
+      f"{', '.join(n for ns in platforms for n in ns)}) and no default.")
+
+
+lowering.register_lowering(platform_index_p, _platform_index_lowering)

@@ -41,18 +41,67 @@ def while_loop(cond_fun, body_fun, init_val):
   leaves, in_tree = tree_util.tree_flatten(init_val)
   args_tree = tree_util.tree_structure((init_val,))
   avals = [common.aval_of(x) for x in leaves]
+  bj, bconsts, btree = common.trace_fun(body_fun, args_tree, avals)
+  if btree == in_tree:
+    leaves, promoted = _promote_weak_carry(leaves, avals, bj.out_avals)
+    if promoted:  # retrace at the promoted carry types
+      avals = [common.aval_of(x) for x in leaves]
+      bj, bconsts, btree = common.trace_fun(body_fun, args_tree, avals)
   cj, cconsts, ctree = common.trace_fun(cond_fun, args_tree, avals)
   if ctree.num_leaves != 1 or ctree.num_nodes != 1:
     raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {ctree}.")
   if cj.out_avals[0].shape != () or cj.out_avals[0].dtype != np.bool_:
     raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
                     f"{common.avals_list_repr(cj.out_avals)}.")
-  bj, bconsts, btree = common.trace_fun(body_fun, args_tree, avals)
-  common.check_tree_and_avals("body_fun output and input", btree, bj.out_avals,
-                              in_tree, avals)
+  _check_carry("body_fun output and input", "while_loop", btree, bj.out_avals,
+               in_tree, avals, init_val)
   outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,
                       cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
   return tree_util.tree_unflatten(in_tree, outs)
+
+
+def _promote_weak_carry(leaves, in_avals, out_avals):
+  """JAX's rule for a weakly typed carry (a Python scalar) whose body output has another
+  dtype: the initial value is converted to the promoted dtype of the two (then the body
+  is traced again), so `fori_loop(0, n, lambda i, c: c + jnp.float16(1), 0.)` carries
+  float16. Strongly typed carries are never changed: a mismatch there is an error."""
+  from tracejax._src.lax import elementwise
+  out, promoted = list(leaves), False
+  for i, (x, a, o) in enumerate(zip(leaves, in_avals, out_avals)):
+    if a.weak_type and (a.shape, a.dtype) != (o.shape, o.dtype):
+      new_dtype = dtypes.result_type(a, o)
+      if new_dtype != a.dtype:
+        out[i] = elementwise.convert_element_type(x, new_dtype)
+        promoted = True
+  return out, promoted
+
+
+def _check_carry(what, loop_name, out_tree, out_avals, in_tree, in_avals, carry):
+  """The structure/type check of a loop carry: the 2020 message (the seeds' text), then
+  JAX 0.10.2's explanation of the first mismatching component."""
+  if out_tree != in_tree:
+    raise TypeError(f"{what} must have same type structure, got {out_tree} and {in_tree}.")
+  for path_leaf, a, o in zip(_carry_paths(carry), in_avals, out_avals):
+    if common.same_types(a, o):
+      continue
+    what_differs = "shapes" if a.shape != o.shape else "dtypes"
+    component = f"carry component {path_leaf}" if path_leaf else "carry"
+    raise TypeError(
+        f"{what} must have identical types, got\n"
+        f"{tree_util.tree_unflatten(out_tree, list(out_avals))!r}\nand\n"
+        f"{tree_util.tree_unflatten(in_tree, list(in_avals))!r}.\n\n"
+        f"{loop_name} body function carry input and carry output must have equal types, "
+        f"but they differ:\n\nThe input {component} has type {a.str_short()} but the "
+        f"corresponding output carry component has type {o.str_short()}, so the "
+        f"{what_differs} do not match.\n\nRevise the function so that all output types "
+        "match the corresponding input types.")
+
+
+def _carry_paths(carry):
+  try:
+    return [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(carry)[0]]
+  except Exception:  # a node type without keys: name no component
+    return [""] * len(tree_util.tree_leaves(carry))
 
 
 while_p = Primitive("while")
@@ -223,10 +272,24 @@ def _while_pp(eqn, namer):
 # fori_loop
 # =============================================================================
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
   """`for i in range(lower, upper): val = body_fun(i, val)`; a scan when the trip count
-  is static (so reverse mode works), else a while loop over `(i, upper, val)`."""
+  is static (so reverse mode works), else a while loop over `(i, upper, val)`.
+
+  Args:
+    lower, upper: the integer bounds (Python ints, or traced values for a while loop).
+    body_fun: `(i, val) -> val`, with `val` of the type of `init_val`.
+    init_val: the initial loop carry (a pytree).
+    unroll: as `scan`'s (an int, or True to unroll fully); only with static bounds.
+
+  >>> fori_loop(0, 4, lambda i, x: x + i, 0, unroll=2)
+  DeviceArray(6, dtype=int32)
+  """
   from tracejax._src.lax import elementwise
+  if unroll is not None and unroll is not False and unroll != 1 and not (
+      is_concrete(lower) and is_concrete(upper)):
+    raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
+                     "statically known.")
   if config.jax_disable_jit and is_concrete(lower) and is_concrete(upper):
     val = init_val
     for i in range(int(lower), int(upper)):
@@ -242,7 +305,8 @@ def fori_loop(lower, upper, body_fun, init_val):
     def step(carry, _):
       i, x = carry
       return (elementwise.add(i, np.asarray(1, dt)), body_fun(i, x)), None
-    (_, out), _ = scan(step, (np.asarray(lo, dt), init_val), None, length=n)
+    (_, out), _ = scan(step, (np.asarray(lo, dt), init_val), None, length=n,
+                       unroll=1 if unroll is None else unroll)
     return out
 
   def cond_fun(c):
@@ -280,6 +344,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if len(lengths) > 1:
       raise ValueError(f"scan got values with different leading axis sizes: {sorted(lengths)}.")
     length = lengths.pop()
+  unroll = _canonical_unroll(unroll, length)
   if config.jax_disable_jit:
     from tracejax._src.lax import slicing
     carry, ys = init, []
@@ -305,14 +370,34 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     raise TypeError("scan body output must be a pair, got "
                     f"{tree_util.tree_unflatten(out_tree, list(jaxpr.out_avals))!r}.") from None
   nc = len(c_leaves)
+  if carry_tree == c_tree:
+    c_leaves, promoted = _promote_weak_carry(c_leaves, c_avals, jaxpr.out_avals[:nc])
+    if promoted:  # retrace at the promoted carry types
+      c_avals = [common.aval_of(x) for x in c_leaves]
+      jaxpr, consts, out_tree = common.trace_fun(lambda c, x: f(c, x), in_tree,
+                                                 c_avals + x_avals)
+      carry_tree, y_tree = tree_util.treedef_children(out_tree)
   out_avals = jaxpr.out_avals
-  common.check_tree_and_avals("scan carry output and input", carry_tree,
-                              out_avals[:carry_tree.num_leaves], c_tree, c_avals)
+  _check_carry("scan carry output and input", "scan", carry_tree,
+               out_avals[:carry_tree.num_leaves], c_tree, c_avals, init)
   outs = scan_p.bind(*consts, *c_leaves, *x_leaves, jaxpr=jaxpr, length=length,
                      reverse=bool(reverse), num_consts=len(consts), num_carry=nc,
                      linear=(False,) * (len(consts) + nc + len(x_leaves)), unroll=unroll)
   return (tree_util.tree_unflatten(carry_tree, outs[:nc]),
           tree_util.tree_unflatten(y_tree, outs[nc:]))
+
+
+def _canonical_unroll(unroll, length):
+  """`unroll` as a positive int: True unrolls fully, False and 0 mean 1 (as in JAX)."""
+  if isinstance(unroll, (bool, np.bool_)):
+    return max(length, 1) if unroll else 1
+  try:
+    u = int(unroll)
+  except (TypeError, ValueError):
+    raise ValueError("`unroll` must be a `bool` or a non-negative `int`.") from None
+  if u < 0:
+    raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
+  return max(u, 1)
 
 
 def _stack_ys(ys, length):
@@ -340,15 +425,21 @@ def _scan_abstract_eval(*avals, jaxpr, length, num_consts, num_carry, **_):
 scan_p.def_abstract_eval(_scan_abstract_eval)
 
 
-def _scan_as_while(*args, jaxpr, length, reverse, num_consts, num_carry, **_):
-  """scan in terms of while_loop + dynamic slicing: the lowering of scan."""
+def _scan_as_while(*args, jaxpr, length, reverse, num_consts, num_carry, unroll=1, **_):
+  """scan in terms of while_loop + dynamic slicing: the lowering of scan.
+
+  With `unroll=k` each trip of the while loop runs k steps of the body, and the
+  `length % k` steps left over run after the loop as straight-line code; when one trip
+  would cover every step the loop disappears altogether (a fully unrolled scan)."""
   from tracejax._src.lax import elementwise, slicing, structural
   consts, init, xs = args[:num_consts], args[num_consts:num_consts + num_carry], \
       args[num_consts + num_carry:]
   y_avals = jaxpr.out_avals[num_carry:]
   ys0 = [structural.full((length,) + a.shape, 0, a.dtype) for a in y_avals]
+  u = _canonical_unroll(unroll, length)
+  u = min(u, max(length, 1))
 
-  def body(state):
+  def step(state):
     i, carry, ys = state
     idx = elementwise.sub(np.int32(length - 1), i) if reverse else i
     x = [slicing.dynamic_index_in_dim(v, idx, 0, keepdims=False) for v in xs]
@@ -357,8 +448,21 @@ def _scan_as_while(*args, jaxpr, length, reverse, num_consts, num_carry, **_):
     ys = [slicing.dynamic_update_index_in_dim(acc, v, idx, 0) for acc, v in zip(ys, y)]
     return (elementwise.add(i, np.int32(1)), list(new_carry), ys)
 
-  _, carry, ys = while_loop(lambda s: elementwise.lt(s[0], np.int32(length)), body,
-                            (np.int32(0), list(init), ys0))
+  def body(state):
+    for _ in range(u):
+      state = step(state)
+    return state
+
+  trips = length // u
+  state = (np.int32(0), list(init), ys0)
+  if trips > 1:
+    state = while_loop(lambda s: elementwise.lt(s[0], np.int32(trips * u)), body, state)
+    done = trips * u
+  else:
+    done = 0
+  for _ in range(length - done):  # the remainder (everything, when fully unrolled)
+    state = step(state)
+  _, carry, ys = state
   return list(carry) + list(ys)
 
 
@@ -576,10 +680,76 @@ batching.primitive_batchers[scan_p] = _scan_batch
 # map and associative_scan
 # =============================================================================
 
-def map(f, xs):
-  """Map `f` over the leading axis of `xs` with a scan (one compiled loop)."""
+def map(f, xs, *, batch_size=None):
+  """Map `f` over the leading axis of `xs` with a scan (one compiled loop).
+
+  Args:
+    f: a function of one pytree slice of `xs`.
+    xs: a pytree of arrays sharing a leading axis.
+    batch_size: if given, `f` is vmapped over chunks of `batch_size` slices and the
+      scan runs over the chunks (the `n % batch_size` slices left over go through one
+      more vmapped call): fewer, wider loop steps.
+
+  >>> map(lambda x: x * 2., jnp.arange(5.), batch_size=2)
+  DeviceArray([0., 2., 4., 6., 8.], dtype=float32)
+  """
+  if batch_size is not None and not isinstance(batch_size, (bool, np.bool_)):
+    try:
+      batch_size = int(batch_size)
+    except (TypeError, ValueError):
+      raise TypeError(f"lax.map batch_size must be an int or None, got {batch_size!r}.") \
+          from None
+    if batch_size < 0:
+      raise ValueError(f"lax.map batch_size must be nonnegative, got {batch_size}.")
+  if batch_size:
+    return _batched_map(f, xs, batch_size)
   _, ys = scan(lambda c, x: (c, f(x)), None, xs)
   return ys
+
+
+def _batched_map(f, xs, batch_size):
+  from tracejax._src.lax import slicing, structural
+  leaves, tree = tree_util.tree_flatten(xs)
+  if not leaves:
+    raise ValueError("lax.map got no values to map over.")
+  n = _shape(leaves[0])[0]
+  nb, rem = divmod(n, batch_size)
+
+  def vf(*xs_flat):  # f vmapped over the leading axis of flat leaves
+    store = []
+
+    def flat(*a):
+      out = f(tree_util.tree_unflatten(tree, a))
+      o_leaves, o_tree = tree_util.tree_flatten(out)
+      store.append(o_tree)
+      return o_leaves
+    size = _shape(xs_flat[0])[0]
+    outs = batching.vmap_flat(flat, size, list(xs_flat), [0] * len(xs_flat),
+                              lambda k: [0] * k)
+    return outs, store[0]
+
+  main = [slicing.slice_in_dim(x, 0, nb * batch_size, axis=0) for x in leaves]
+  main = [structural.reshape(x, (nb, batch_size) + tuple(_shape(x)[1:])) for x in main]
+  out_tree = []
+
+  def body(c, chunk):
+    outs, t = vf(*chunk)
+    out_tree.append(t)
+    return c, outs
+  outs = None
+  if nb:
+    _, outs = scan(body, None, main)
+    outs = [structural.reshape(y, (nb * batch_size,) + tuple(_shape(y)[2:])) for y in outs]
+  if rem:
+    tail = [slicing.slice_in_dim(x, nb * batch_size, n, axis=0) for x in leaves]
+    tail_outs, t = vf(*tail)
+    out_tree.append(t)
+    outs = tail_outs if outs is None else [
+        structural.concatenate([a, b], 0) for a, b in zip(outs, tail_outs)]
+  if outs is None:  # n == 0: map f over an empty axis with a plain scan
+    _, ys = scan(lambda c, x: (c, f(x)), None, xs)
+    return ys
+  return tree_util.tree_unflatten(out_tree[0], outs)
 
 
 def associative_scan(fn, elems, reverse=False, axis=0):

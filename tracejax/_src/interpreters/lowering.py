@@ -184,7 +184,7 @@ def jaxpr_subcomp(mctx, jaxpr, consts, args):
     rule = get_lowering(eqn.primitive, mctx.platform)
     ctx = LoweringRuleContext(mctx, eqn.primitive, [v.aval for v in eqn.invars],
                               [v.aval for v in eqn.outvars])
-    with ir.Location.name(eqn.primitive.name):
+    with ir.Location.name(_loc_name(mctx, eqn)):
       outs = _as_values(rule(ctx, *map(read, eqn.invars), **eqn.params))
     if len(outs) != len(eqn.outvars):
       raise ValueError(f"lowering of {eqn.primitive} gave {len(outs)} results, "
@@ -194,9 +194,24 @@ def jaxpr_subcomp(mctx, jaxpr, consts, args):
   return [read(v) for v in jaxpr.outvars]
 
 
+def _loc_name(mctx, eqn):
+  """An operation's location name, as JAX writes it: `jit(f)/scope/inner/prim`, the
+  scopes being the `named_scope`s the equation was staged under."""
+  prefix = mctx.name
+  if prefix.startswith("jit_"):
+    prefix = f"jit({prefix[4:]})"
+  scope = eqn.source_info if isinstance(eqn.source_info, str) else None
+  if scope:
+    return f"{prefix}/{scope}/{eqn.primitive.name}"
+  return f"{prefix}/{eqn.primitive.name}"
+
+
 def lower_jaxpr(jaxpr, name="jit", platform=None, donated=None, const_args=True,
-                num_replicas=1, axis_env=()):
-  """Lower a jaxpr whose constvars become leading arguments; returns (text, mctx)."""
+                num_replicas=1, axis_env=(), debug_info=False):
+  """Lower a jaxpr whose constvars become leading arguments; returns (text, mctx).
+
+  With `debug_info=True` the text shows each operation's location (its name stack,
+  e.g. `loc("jit(f)/outer/sin")`), what `Lowered.as_text(debug_info=True)` prints."""
   platform = platform or backend.default_platform()
   mctx = ModuleContext(platform, name, axis_env, [], num_replicas)
   in_avals = [v.aval for v in jaxpr.constvars] + [v.aval for v in jaxpr.invars]
@@ -226,7 +241,7 @@ def lower_jaxpr(jaxpr, name="jit", platform=None, donated=None, const_args=True,
         ncon = len(jaxpr.constvars)
         outs = jaxpr_subcomp(mctx, jaxpr, args[:ncon], args[ncon:])
         func_dialect.return_(outs)
-    text = module.operation.get_asm(enable_debug_info=False)
+    text = module.operation.get_asm(enable_debug_info=bool(debug_info))
   return text, mctx
 
 

@@ -5,6 +5,7 @@ Values that are not this trace's tracers are constants: scalars are written
 inline as literals; arrays and tracers of outer traces become constvars
 (closure conversion), so the caller can pass them in as arguments.
 """
+import threading
 import weakref
 
 import numpy as np
@@ -17,6 +18,18 @@ from tracejax._src.core.trace import Trace, Tracer, set_current_trace
 
 
 custom_staging_rules = {}  # prim -> rule(trace, args, params): e.g. trace a callable param once
+
+
+class _NameStack(threading.local):
+  """The enclosing `jax.named_scope` names (pushed by api_extra.named_scope): each
+  staged equation records them as its `source_info`, and the lowering names the
+  operation's location after them, as JAX does."""
+
+  def __init__(self):
+    self.names = []
+
+
+name_stack = _NameStack()
 
 
 class DynamicJaxprTracer(Tracer):
@@ -89,7 +102,9 @@ class DynamicJaxprTrace(Trace):
     outvars = [ir.Var(a) for a in out_avals]
     for t, v in zip(outs, outvars):
       self._register(t, v)
-    self.eqns.append(ir.JaxprEqn(invars, outvars, primitive, params))
+    names = name_stack.names
+    self.eqns.append(ir.JaxprEqn(invars, outvars, primitive, params,
+                                 "/".join(names) if names else None))
     return outs if primitive.multiple_results else outs[0]
 
   def to_jaxpr(self, out_tracers):

@@ -13,6 +13,7 @@ Padding is `'SAME'`, `'SAME_LOWER'`, `'VALID'` or one `(low, high)` pair per
 spatial dimension; the wrapper turns a string into pairs (`padtype_to_pads`),
 so the primitive only ever sees pairs.
 """
+import math
 import operator
 from typing import NamedTuple, Sequence
 
@@ -31,7 +32,7 @@ __all__ = [
     "ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
     "conv_general_dilated", "conv_general_dilated_p", "conv", "conv_with_general_padding",
     "conv_transpose", "padtype_to_pads", "conv_shape_tuple", "conv_general_shape_tuple",
-    "conv_transpose_shape_tuple",
+    "conv_transpose_shape_tuple", "conv_general_dilated_patches", "conv_general_dilated_local",
 ]
 
 
@@ -697,3 +698,105 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
                               precision=precision,
                               preferred_element_type=preferred_element_type)
 
+
+
+# =============================================================================
+# Patches and unshared (locally connected) convolutions, built on conv
+# =============================================================================
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                 lhs_dilation=None, rhs_dilation=None,
+                                 dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+  """The receptive-field patches of `lhs`: what a convolution with a kernel of spatial
+  shape `filter_shape` would see at each output position, laid out as features.
+
+  The output has the layout of a conv output; its feature dimension has size
+  `C * prod(filter_shape)`, ordered channel-major: feature `c * prod(filter_shape) + k`
+  is channel `c` at position `k` (row-major) of the window. It is computed as a grouped
+  convolution with a one-hot kernel, so every conv option applies.
+
+  Args:
+    lhs: the input, rank n+2.
+    filter_shape: the n spatial sizes of the window.
+    window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers, precision,
+      preferred_element_type: as for `conv_general_dilated`.
+
+  >>> conv_general_dilated_patches(jnp.arange(4.).reshape(1, 1, 4), (2,), (1,), 'VALID')
+  DeviceArray([[[0., 1., 2.],
+                [1., 2., 3.]]], dtype=float32)
+  """
+  lhs_shape = _shape(lhs)
+  filter_shape = tuple(operator.index(d) for d in filter_shape)
+  if len(filter_shape) != len(lhs_shape) - 2:
+    raise ValueError(f"conv_general_dilated_patches: filter_shape {filter_shape} must have "
+                     f"one size per spatial dimension of lhs (shape {lhs_shape}).")
+  dnums = conv_dimension_numbers(lhs_shape, (1, 1) + filter_shape, dimension_numbers)
+  n_channels = lhs_shape[dnums.lhs_spec[1]]
+  window = math.prod(filter_shape)
+  dtype = _aval(lhs).dtype
+  # canonical (O, I, spatial...) one-hot kernel: output feature c*window+k of group c
+  # picks window position k.
+  eye = np.eye(window, dtype=dtype).reshape((window, 1) + filter_shape)
+  kernel = np.tile(eye, (n_channels,) + (1,) * (len(filter_shape) + 1))
+  # put O and I where rhs_spec says, the spatial dimensions in order elsewhere
+  rank = len(lhs_shape)
+  spatial_src = iter(range(2, rank))
+  perm = [0 if a == dnums.rhs_spec[0] else 1 if a == dnums.rhs_spec[1] else next(spatial_src)
+          for a in range(rank)]
+  kernel = np.transpose(kernel, perm)
+  rhs_spec = (dnums.rhs_spec[0], dnums.rhs_spec[1]) + tuple(
+      a for a in range(rank) if a not in dnums.rhs_spec[:2])
+  dnums = ConvDimensionNumbers(dnums.lhs_spec, rhs_spec, dnums.out_spec)
+  return conv_general_dilated(lhs, kernel, window_strides, padding, lhs_dilation,
+                             rhs_dilation, dnums, feature_group_count=n_channels,
+                             precision=precision,
+                             preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+  """An unshared (locally connected) convolution: a separate kernel at every output
+  position.
+
+  Args:
+    lhs: the input, rank n+2.
+    rhs: the kernels, in the layout of `dimension_numbers[1]`: its spatial dimensions
+      are the *output* positions, its `I` dimension has size `C * prod(filter_shape)`
+      (the patches' channel-major order) and `O` the output features.
+    window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers: as for
+      `conv_general_dilated`.
+    filter_shape: the n spatial sizes of the receptive window.
+    precision: as for `conv_general_dilated` (one, or a pair for lhs and rhs).
+
+  >>> lhs = jnp.arange(4.).reshape(1, 1, 4)
+  >>> conv_general_dilated_local(lhs, jnp.ones((1, 2, 3)), (1,), 'VALID', (2,))
+  DeviceArray([[[1., 3., 5.]]], dtype=float32)
+  """
+  prec = canonicalize_precision(precision)
+  lhs_prec, rhs_prec = (None, None) if prec is None else prec
+  patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                         lhs_dilation, rhs_dilation, dimension_numbers,
+                                         precision=lhs_prec)
+  filter_shape = tuple(operator.index(d) for d in filter_shape)
+  lhs_spec, rhs_spec, out_spec = conv_dimension_numbers(_shape(lhs), (1, 1) + filter_shape,
+                                                        dimension_numbers)
+  # contract the patch features with I; pair each output position with rhs's spatial
+  # dimension of the same rank in the spec (sorted like the patches' positions)
+  p_spatial = tuple(out_spec[2:])
+  r_spatial = tuple(rhs_spec[2:])
+  order = sorted(range(len(p_spatial)), key=lambda k: p_spatial[k])
+  dn = (((out_spec[1],), (rhs_spec[1],)),
+        (tuple(p_spatial[k] for k in order), tuple(r_spatial[k] for k in order)))
+  from tracejax._src.lax.dot import dot_general
+  out = dot_general(patches, rhs, dn, precision=rhs_prec)
+  # dot_general's result: the spatial dimensions (sorted), then N, then O; move N and O
+  # to their places in the output layout
+  rank = len(_shape(out))
+  src = [r for r in range(rank - 2)]
+  perm = [None] * rank
+  perm[out_spec[0]], perm[out_spec[1]] = rank - 2, rank - 1
+  rest = iter(src)
+  perm = [p if p is not None else next(rest) for p in perm]
+  return transpose(out, tuple(perm))

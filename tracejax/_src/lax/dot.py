@@ -53,6 +53,13 @@ def canonicalize_precision(precision):
     if not default:
       return None
     precision = default
+  from tracejax._src.lax.types import DotAlgorithm, DotAlgorithmPreset
+  if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+    # XLA:CPU has one algorithm per dtype: an explicit algorithm is honoured as
+    # "full precision of the operand types" (HIGHEST); DEFAULT leaves the default.
+    if precision is DotAlgorithmPreset.DEFAULT:
+      return None
+    return (Precision.HIGHEST, Precision.HIGHEST)
   if isinstance(precision, str):
     p = Precision(precision)  # ValueError for unknown strings
     return (p, p)
@@ -340,3 +347,122 @@ def batch_matmul(lhs, rhs, precision=None):
   batch = tuple(range(lhs_ndim - 2))
   return dot_general(lhs, rhs, (((lhs_ndim - 1,), (rhs_ndim - 2,)), (batch, batch)),
                      precision=precision)
+
+
+# =============================================================================
+# ragged_dot: a grouped matmul whose groups are runs of rows (or of the contraction)
+# =============================================================================
+
+def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
+               group_offset=None):
+  """Ragged matrix multiplication: rows of `lhs` come in consecutive groups, and the
+  rows of group `i` are multiplied by `rhs[i]`.
+
+  Args:
+    lhs: an (m, k) array.
+    rhs: a (g, k, n) array: one matrix per group.
+    group_sizes: a (g,) integer array; rows past `sum(group_sizes)` give zeros.
+    precision, preferred_element_type: as for `dot_general`.
+    group_offset: not supported (None).
+
+  >>> ragged_dot(jnp.ones((3, 2)), jnp.stack([jnp.eye(2), 2 * jnp.eye(2)]),
+  ...            jnp.array([1, 2]))[:, 0]
+  DeviceArray([1., 2., 2.], dtype=float32)
+  """
+  from tracejax._src.lax.types import RaggedDotDimensionNumbers
+  dn = RaggedDotDimensionNumbers((([1], [1]), ([], [])), [0], [0])
+  return ragged_dot_general(lhs, rhs, group_sizes, dn, precision=precision,
+                            preferred_element_type=preferred_element_type,
+                            group_offset=group_offset)
+
+
+def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision=None,
+                       preferred_element_type=None, group_offset=None):
+  """Ragged dot with `dot_general`'s dimension numbers; the lhs ragged dimension is cut
+  into consecutive groups of sizes `group_sizes` (shape (g,)). Three modes:
+
+  1. ragged non-contracting dimension, rhs with a group dimension: each group of lhs
+     rows meets its own rhs slice; the result is `dot_general`'s without the group
+     dimension.
+  2. ragged contracting dimension: the contraction is split into the groups, and the
+     result gets a leading dimension of size g (one partial product per group).
+  3. ragged batch dimension: the same as `dot_general`.
+
+  Args:
+    lhs, rhs: the operands.
+    group_sizes: a (g,) integer array.
+    ragged_dot_dimension_numbers: a `RaggedDotDimensionNumbers`.
+    precision, preferred_element_type: as for `dot_general`.
+    group_offset: not supported (None).
+
+  >>> from tracejax.lax import RaggedDotDimensionNumbers
+  >>> dn = RaggedDotDimensionNumbers((([1], [0]), ([], [])), [1], [])
+  >>> ragged_dot_general(jnp.ones((1, 3)), jnp.ones((3, 1)), jnp.array([1, 2]), dn)[:, 0, 0]
+  DeviceArray([1., 2.], dtype=float32)
+  """
+  from tracejax._src.lax import elementwise, reductions, structural
+  if group_offset is not None:
+    raise TypeError("ragged_dot: group_offset is not supported; pass None.")
+  rdn = ragged_dot_dimension_numbers
+  (lc, rc), (lb, rb) = rdn.dot_dimension_numbers
+  if len(rdn.lhs_ragged_dimensions) != 1:
+    raise ValueError("ragged_dot_general requires exactly one lhs ragged dimension, got "
+                     f"{rdn.lhs_ragged_dimensions}.")
+  r = rdn.lhs_ragged_dimensions[0] % len(np.shape(lhs))
+  gs_aval = _aval(group_sizes)
+  if len(gs_aval.shape) != 1 or not dtypes.issubdtype(gs_aval.dtype, np.integer):
+    raise TypeError("ragged_dot group_sizes must be a 1-D integer array, got "
+                    f"{gs_aval.str_short()}.")
+  g = gs_aval.shape[0]
+  m = np.shape(lhs)[r]
+  # gid[i] = the group of position i along the ragged dimension (g: past every group)
+  from tracejax._src.lax.windowed import cumsum
+  ends = cumsum(elementwise.convert_element_type(group_sizes, np.int32), 0)
+  pos = structural.iota(np.int32, m)
+  past = elementwise.ge(structural.broadcast_in_dim(pos, (m, g), (0,)),
+                        structural.broadcast_in_dim(ends, (m, g), (1,)))
+  gid = reductions.reduce_sum(elementwise.convert_element_type(past, np.int32), (1,))
+  onehot = elementwise.eq(structural.broadcast_in_dim(gid, (m, g), (0,)),
+                          structural.broadcast_in_dim(structural.iota(np.int32, g), (m, g),
+                                                      (1,)))
+  kw = dict(precision=precision, preferred_element_type=preferred_element_type)
+  dims = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+  lhs_nd, rhs_nd = len(np.shape(lhs)), len(np.shape(rhs))
+  if r in lb:  # mode 3
+    return dot_general(lhs, rhs, dims, **kw)
+  if r in lc:  # mode 2: one product per group, the lhs masked to the group's columns
+    lhs_g = structural.broadcast_in_dim(lhs, (g,) + tuple(np.shape(lhs)),
+                                        tuple(range(1, lhs_nd + 1)))
+    mask = _bcast_2d(onehot, np.shape(lhs_g), r + 1, 0)
+    lhs_g = elementwise.select(mask, lhs_g, structural.full(np.shape(lhs_g), 0,
+                                                            _aval(lhs).dtype))
+    out = dot_general(lhs_g, rhs, ((tuple(d + 1 for d in lc), tuple(rc)),
+                                   (tuple(d + 1 for d in lb), tuple(rb))), **kw)
+    # the group dimension is lhs's first free dimension: move it in front
+    nb = len(lb)
+    perm = (nb,) + tuple(range(nb)) + tuple(range(nb + 1, len(np.shape(out))))
+    return transpose(out, perm)
+  # mode 1: the rhs group dimension stays free; keep each row's own group, sum out g
+  if len(rdn.rhs_group_dimensions) != 1:
+    raise ValueError("ragged_dot_general with a ragged non-contracting dimension needs "
+                     "one rhs group dimension.")
+  gd = rdn.rhs_group_dimensions[0] % rhs_nd
+  if np.shape(rhs)[gd] != g:
+    raise ValueError(f"ragged_dot: rhs group dimension has size {np.shape(rhs)[gd]}, but "
+                     f"group_sizes has {g} groups.")
+  full = dot_general(lhs, rhs, dims, **kw)
+  lhs_free = [d for d in range(lhs_nd) if d not in lc and d not in lb]
+  rhs_free = [d for d in range(rhs_nd) if d not in rc and d not in rb]
+  out_r = len(lb) + lhs_free.index(r)
+  out_g = len(lb) + len(lhs_free) + rhs_free.index(gd)
+  mask = _bcast_2d(onehot, np.shape(full), out_r, out_g)
+  full = elementwise.select(mask, full, structural.full(np.shape(full), 0, _aval(full).dtype))
+  return reductions.reduce_sum(full, (out_g,))
+
+
+def _bcast_2d(x, shape, d0, d1):
+  """Broadcast 2-D `x` to `shape`, its axes landing on dimensions d0 and d1 (any order)."""
+  from tracejax._src.lax import structural
+  if d0 > d1:
+    x, d0, d1 = transpose(x, (1, 0)), d1, d0
+  return structural.broadcast_in_dim(x, tuple(shape), (d0, d1))

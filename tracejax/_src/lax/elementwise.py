@@ -164,9 +164,20 @@ def naryop(name, accepted, hlo_op, result_dtype=None, weak_type_rule=None):
   return prim
 
 
+# The functions that take today's `accuracy=` (a lax.Tolerance or lax.AccuracyMode).
+_ACCURACY_FNS = frozenset({"exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic",
+                           "sin", "cos", "tan", "sqrt", "rsqrt", "cbrt"})
+
+
 def _wrap(prim, doc):
-  def fn(*args):
-    return prim.bind(*utils.promote_python_scalars(args))
+  if prim.name in _ACCURACY_FNS:
+    def fn(*args, accuracy=None):
+      from tracejax._src.lax.types import check_accuracy
+      check_accuracy(prim.name, accuracy)
+      return prim.bind(*utils.promote_python_scalars(args))
+  else:
+    def fn(*args):
+      return prim.bind(*utils.promote_python_scalars(args))
   fn.__name__ = prim.name
   fn.__qualname__ = prim.name
   fn.__doc__ = doc

@@ -37,7 +37,7 @@ __all__ = [
     "gather", "gather_p", "index_take",
     "scatter", "scatter_p", "scatter_add", "scatter_add_p", "scatter_sub",
     "scatter_sub_p", "scatter_mul", "scatter_mul_p", "scatter_min", "scatter_min_p",
-    "scatter_max", "scatter_max_p",
+    "scatter_max", "scatter_max_p", "scatter_apply",
 ]
 
 
@@ -1023,3 +1023,77 @@ ad.primitive_jvps[scatter_p] = _scatter_jvp
 ad.primitive_transposes[scatter_p] = _scatter_transpose
 batching.primitive_batchers[scatter_p] = _scatter_batch_rule(scatter_p)
 mlir.register_lowering(scatter_p, _scatter_lowering(_combine_set))
+
+
+# =============================================================================
+# scatter_apply: the operand's values at the windows replaced by func(value)
+# =============================================================================
+
+def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
+                  indices_are_sorted=False, unique_indices=False, mode=None):
+  """Scatter-apply: XLA's Scatter whose update computation is `func` of the value
+  already there, so each element of `operand` in the scattered windows becomes
+  `func(element)` (applied once per index that hits it, like JAX).
+
+  Args:
+    operand: the array to update.
+    scatter_indices: the windows' start indices, as for `scatter`.
+    func: a unary elementwise function of a scalar of `operand`'s dtype.
+    dimension_numbers: a `ScatterDimensionNumbers`.
+    update_shape: the shape of the (implicit) updates array, as for `scatter`.
+    indices_are_sorted, unique_indices, mode: as for `scatter`.
+
+  Not differentiable (as in JAX); vmap works.
+
+  >>> dn = ScatterDimensionNumbers((), (0,), (0,))
+  >>> scatter_apply(jnp.arange(4.), jnp.array([[1], [3]]), lambda v: v * 10., dn,
+  ...               update_shape=(2,))
+  DeviceArray([ 0., 10.,  2., 30.], dtype=float32)
+  """
+  from tracejax._src.core.avals import ShapedArray
+  from tracejax._src.interpreters import staging
+  from tracejax._src.core.trace import eval_trace, set_current_trace
+  aval = _aval(operand)
+  with set_current_trace(eval_trace):
+    jaxpr, consts = staging.trace_to_jaxpr(lambda v: [func(v)],
+                                           [ShapedArray((), aval.dtype)])
+  if jaxpr.out_avals[0].dtype != aval.dtype or jaxpr.out_avals[0].shape != ():
+    raise TypeError("scatter_apply func must map a scalar of the operand's dtype "
+                    f"{aval.dtype} to one, got {jaxpr.out_avals[0].str_short()}.")
+  if consts:
+    raise TypeError("scatter_apply func must not close over arrays (it runs inside "
+                    "XLA's update computation, which takes no operands).")
+  unused = structural.full(canonicalize_shape(update_shape), np.zeros((), aval.dtype))
+  return scatter_apply_p.bind(operand, scatter_indices, unused, update_jaxpr=jaxpr,
+                              **_scatter_params("scatter_apply", dimension_numbers,
+                                                indices_are_sorted, unique_indices, mode))
+
+
+class _BindWithJaxpr:
+  """Stands for scatter_apply_p in the generic scatter batching rule, which knows only
+  the standard scatter params: it binds with the update jaxpr added back."""
+
+  def __init__(self, update_jaxpr):
+    self.update_jaxpr = update_jaxpr
+
+  def bind(self, *args, **params):
+    return scatter_apply_p.bind(*args, update_jaxpr=self.update_jaxpr, **params)
+
+
+def _scatter_apply_batch(args, dims, *, update_jaxpr, **params):
+  return _scatter_batch_rule(_BindWithJaxpr(update_jaxpr))(args, dims, **params)
+
+
+def _scatter_apply_lowering(ctx, operand, indices, updates, *, update_jaxpr, **params):
+  def combine(old, new, dtype):
+    out, = mlir.jaxpr_subcomp(ctx.module_context, update_jaxpr, [], [old])
+    return out
+  return _scatter_lowering(combine)(ctx, operand, indices, updates, **params)
+
+
+scatter_apply_p = standard_primitive(
+    lambda o, i, u, *, update_jaxpr, **p: _scatter_shape_rule(o, i, u, **p),
+    lambda o, i, u, *, update_jaxpr, **p: _scatter_dtype_rule("scatter_apply")(o, i, u, **p),
+    "scatter_apply", weak_type_rule=_scatter_weak_type_rule)
+batching.primitive_batchers[scatter_apply_p] = _scatter_apply_batch
+mlir.register_lowering(scatter_apply_p, _scatter_apply_lowering)

@@ -1,39 +1,153 @@
-"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, ppermute, axis_index,
-all_to_all, pswapaxes.
+"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter,
+all_to_all, ppermute, pshuffle, pswapaxes, axis_index.
 
-A named axis is introduced by `vmap(..., axis_name=...)` (and by `pmap`). The
-collective's rule runs in the batching trace that owns the name, where the
-named axis is an ordinary array axis: `psum` is a `reduce_sum` over it. A trace
-that does not own the name passes the collective on to its parent, so nested
-maps over several names work. Outside any map the name is unbound (an error).
+A named axis is bound in one of two ways, and every collective has a rule for each:
+
+* by `vmap(..., axis_name=...)`: the collective's batching rule runs in the batching
+  trace that owns the name, where the named axis is an ordinary array axis (`psum` is a
+  `reduce_sum` over it). A trace that does not own the name passes the collective on to
+  its parent, so nested maps over several names work;
+* by `pmap` (and `xla_computation(axis_env=...)`): the members are XLA replicas. The
+  body is traced with the axis sizes in the *tracing* axis env (`extend_axis_env`, for
+  shape rules such as all_gather's), and lowered with the module's axis env
+  (`ModuleContext.axis_env`): each collective becomes a cross-replica StableHLO op
+  whose replica groups `replica_groups` computes. This is the one mechanism for every
+  replicated program.
+
+Outside any map the name is unbound (an error). Differentiation follows JAX: psum's
+transpose is psum, all_gather's is psum_scatter and the reverse, ppermute's is the
+inverse permutation, all_to_all's swaps split and concat axes.
 """
+import contextlib
+import math
+import threading
+
 import numpy as np
 
 from tracejax._src import tree_util
 from tracejax._src.core.avals import ShapedArray
 from tracejax._src.core.trace import Primitive
 from tracejax._src.interpreters import ad, batching, lowering
+from tracejax._src.interpreters.lowering import hlo, ir
 
 
 def _names(axis_name):
   return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
-def _unbound(prim):
+# ---- the tracing axis env: names bound by an enclosing pmap while its body is traced ----
+
+class _AxisEnv(threading.local):
+  def __init__(self):
+    self.frames = []   # [(name, size)], innermost last
+
+
+_axis_env = _AxisEnv()
+
+
+@contextlib.contextmanager
+def extend_axis_env(name, size):
+  """Bind `name` to `size` while a mapped body (pmap's) is traced."""
+  _axis_env.frames.append((name, int(size)))
+  try:
+    yield
+  finally:
+    _axis_env.frames.pop()
+
+
+def axis_size(axis_name):
+  """The product of the sizes of the named axes bound by enclosing pmaps (traced bodies).
+
+  Raises NameError for a name no enclosing pmap binds."""
+  n = 1
+  for name in _names(axis_name):
+    for bound, size in reversed(_axis_env.frames):
+      if bound == name:
+        n *= size
+        break
+    else:
+      raise NameError(f"unbound axis name: {name}. The name must be bound by an enclosing "
+                      "vmap or pmap (its axis_name argument).")
+  return n
+
+
+# ---- the lowering axis env: collectives as cross-replica ops ----
+
+def replica_groups(axis_env, names):
+  """The replicas that a collective over `names` combines, one group per position of
+  the other axes; replica ids are row-major over `axis_env` (last axis fastest).
+
+  >>> replica_groups((('i', 4), ('j', 2)), ('i',)).tolist()
+  [[0, 2, 4, 6], [1, 3, 5, 7]]
+  """
+  env_names = [n for n, _ in axis_env]
+  sizes = [s for _, s in axis_env]
+  reduced = [env_names.index(n) for n in names]
+  kept = [i for i in range(len(sizes)) if i not in reduced]
+  ids = np.arange(math.prod(sizes), dtype=np.int64).reshape(sizes)
+  group_size = math.prod(sizes[i] for i in reduced)
+  return np.ascontiguousarray(ids.transpose(kept + reduced).reshape(-1, group_size))
+
+
+def _env_groups(ctx, prim_name, axis_name):
+  """Replica groups of `axis_name` in the module's axis env (NameError if unbound)."""
+  env = ctx.module_context.axis_env or ()
+  env_names = [n for n, _ in env]
+  for n in _names(axis_name):
+    if n not in env_names:
+      raise NameError(f"unbound axis name: {n}. The name must be bound by an enclosing "
+                      f"vmap or pmap (its axis_name argument); {prim_name} was lowered "
+                      "outside of one.")
+  return replica_groups(env, _names(axis_name))
+
+
+def _i64_attr(groups):
+  return ir.DenseIntElementsAttr.get(np.ascontiguousarray(groups, np.int64))
+
+
+def _all_reduce(x, aval, groups, combine):
+  scalar = ir.RankedTensorType.get([], lowering.dtype_to_ir_type(aval.dtype))
+  op = hlo.AllReduceOp([lowering.aval_to_ir_type(aval)], [x], _i64_attr(groups))
+  block = op.regions[0].blocks.append(scalar, scalar)
+  with ir.InsertionPoint(block):
+    hlo.return_([combine(aval)(*block.arguments)])
+  return op.results[0]
+
+
+def _sum_combiner(aval):
+  return hlo.or_ if aval.dtype == np.bool_ else hlo.add
+
+
+def _max_combiner(aval):
+  return hlo.or_ if aval.dtype == np.bool_ else hlo.maximum
+
+
+def _min_combiner(aval):
+  return hlo.and_ if aval.dtype == np.bool_ else hlo.minimum
+
+
+def _reduction_lowering(combine):
+  def rule(ctx, *args, axis_name):
+    groups = _env_groups(ctx, ctx.primitive.name, axis_name)
+    return [_all_reduce(x, a, groups, combine) for x, a in zip(args, ctx.avals_in)]
+  return rule
+
+
+def _unbound_impl(prim):
   def impl(*args, axis_name, **_):
     raise NameError(f"unbound axis name: {_names(axis_name)[0]}. The name must be bound by "
                     "an enclosing vmap or pmap (its axis_name argument).")
   prim.def_impl(impl)
-  lowering.register_lowering(prim, lambda ctx, *a, axis_name, **_: impl(axis_name=axis_name))
 
 
-def _collective(name, reducer, abstract_eval):
+def _collective(name, abstract_eval, lowering_rule):
   p = Primitive(name)
   p.multiple_results = True
-  _unbound(p)
+  _unbound_impl(p)
   p.def_abstract_eval(abstract_eval)
   batching._needs_axis.add(p)
   batching._axis_rules.add(p)
+  lowering.register_lowering(p, lowering_rule)
   return p
 
 
@@ -42,6 +156,10 @@ def _split_names(trace, axis_name):
   mine = trace.axis_name is not None and trace.axis_name in names
   rest = tuple(n for n in names if n != trace.axis_name)
   return mine, rest
+
+
+def _one_or_tuple(names):
+  return names if len(names) > 1 else names[0]
 
 
 def _reduce_batch(prim, reduce_fn, scale_unbatched):
@@ -53,20 +171,33 @@ def _reduce_batch(prim, reduce_fn, scale_unbatched):
     for x, d in zip(vals, dims):
       outs.append(reduce_fn(x, d) if d is not None else scale_unbatched(x, trace.axis_size))
     if rest:
-      outs = prim.bind(*outs, axis_name=rest if len(rest) > 1 else rest[0])
+      outs = prim.bind(*outs, axis_name=_one_or_tuple(rest))
     return outs, [None] * len(outs)
   batching.primitive_batchers[prim] = rule
 
 
-# ---- psum ----
+def _as_list(cts):
+  return list(cts) if isinstance(cts, (list, tuple)) else [cts]
+
+
+# ---- psum, pmean ----
 
 def psum(x, axis_name):
-  """Sum `x` (a pytree) over the members of the named axis."""
+  """Sum `x` (a pytree) over the members of the named axis (or axes, a tuple).
+
+  Args:
+    x: a pytree of arrays.
+    axis_name: the name bound by an enclosing `pmap`/`vmap`, or a tuple of names.
+
+  >>> pmap(lambda v: lax.psum(v, 'i'), axis_name='i')(jnp.arange(4.))  # doctest: +SKIP
+  DeviceArray([6., 6., 6., 6.], dtype=float32)
+  """
   leaves, tree = tree_util.tree_flatten(x)
   return tree_util.tree_unflatten(tree, psum_p.bind(*leaves, axis_name=axis_name))
 
 
-psum_p = _collective("psum", None, lambda *avals, axis_name: list(avals))
+psum_p = _collective("psum", lambda *avals, axis_name: list(avals),
+                     _reduction_lowering(_sum_combiner))
 
 
 def _sum_over(x, d):
@@ -80,12 +211,17 @@ def _times_size(x, n):
 
 
 _reduce_batch(psum_p, _sum_over, _times_size)
-ad.deflinear2(psum_p, lambda cts, *args, axis_name: [
-    ad.instantiate_zeros(c) for c in (cts if isinstance(cts, (list, tuple)) else [cts])])
+# As in JAX (2020 and today without varying-axis checks): psum's transpose is psum.
+ad.deflinear2(psum_p, lambda cts, *args, axis_name: psum_p.bind(
+    *[ad.instantiate_zeros(c) for c in _as_list(cts)], axis_name=axis_name))
 
 
 def pmean(x, axis_name):
-  """Mean of `x` over the members of the named axis."""
+  """Mean of `x` (a pytree) over the members of the named axis (or axes).
+
+  >>> pmap(lambda v: lax.pmean(v, 'i'), axis_name='i')(jnp.arange(4.))  # doctest: +SKIP
+  DeviceArray([1.5, 1.5, 1.5, 1.5], dtype=float32)
+  """
   n = psum(1, axis_name)
   return tree_util.tree_map(lambda v: v / n, psum(x, axis_name))
 
@@ -93,19 +229,29 @@ def pmean(x, axis_name):
 # ---- pmax / pmin ----
 
 def pmax(x, axis_name):
-  """Maximum of `x` over the members of the named axis."""
+  """Maximum of `x` (a pytree) over the members of the named axis (or axes).
+
+  >>> pmap(lambda v: lax.pmax(v, 'i'), axis_name='i')(jnp.arange(4.))  # doctest: +SKIP
+  DeviceArray([3., 3., 3., 3.], dtype=float32)
+  """
   leaves, tree = tree_util.tree_flatten(x)
   return tree_util.tree_unflatten(tree, pmax_p.bind(*leaves, axis_name=axis_name))
 
 
 def pmin(x, axis_name):
-  """Minimum of `x` over the members of the named axis."""
+  """Minimum of `x` (a pytree) over the members of the named axis (or axes).
+
+  >>> pmap(lambda v: lax.pmin(v, 'i'), axis_name='i')(jnp.arange(4.))  # doctest: +SKIP
+  DeviceArray([0., 0., 0., 0.], dtype=float32)
+  """
   leaves, tree = tree_util.tree_flatten(x)
   return tree_util.tree_unflatten(tree, pmin_p.bind(*leaves, axis_name=axis_name))
 
 
-pmax_p = _collective("pmax", None, lambda *avals, axis_name: list(avals))
-pmin_p = _collective("pmin", None, lambda *avals, axis_name: list(avals))
+pmax_p = _collective("pmax", lambda *avals, axis_name: list(avals),
+                     _reduction_lowering(_max_combiner))
+pmin_p = _collective("pmin", lambda *avals, axis_name: list(avals),
+                     _reduction_lowering(_min_combiner))
 
 
 def _max_over(x, d):
@@ -120,6 +266,8 @@ def _min_over(x, d):
 
 _reduce_batch(pmax_p, _max_over, lambda x, n: x)
 _reduce_batch(pmin_p, _min_over, lambda x, n: x)
+
+
 def _pminmax_jvp(prim):
   def jvp(primals, tangents, *, axis_name):
     from tracejax._src.lax import elementwise
@@ -141,64 +289,93 @@ _pminmax_jvp(pmax_p)
 _pminmax_jvp(pmin_p)
 
 
-# ---- all_gather ----
+# ---- axis_index ----
 
-def all_gather(x, axis_name, *, axis=0, tiled=False):
-  """Every member receives the stacked values of all members (stacked at `axis`)."""
-  leaves, tree = tree_util.tree_flatten(x)
-  return tree_util.tree_unflatten(tree, all_gather_p.bind(*leaves, axis_name=axis_name,
-                                                          axis=axis, tiled=tiled))
+def axis_index(axis_name):
+  """The index of this member along the named axis (an int32 scalar).
 
-
-def _all_gather_abstract_eval(*avals, axis_name, axis, tiled):
-  raise NameError(f"all_gather: the size of axis {axis_name!r} is only known inside the "
-                  "vmap or pmap that binds it")
+  >>> pmap(lambda v: v * lax.axis_index('i'), axis_name='i')(jnp.ones(4))  # doctest: +SKIP
+  DeviceArray([0., 1., 2., 3.], dtype=float32)
+  """
+  return axis_index_p.bind(axis_name=axis_name)
 
 
-all_gather_p = Primitive("all_gather")
-all_gather_p.multiple_results = True
-_unbound(all_gather_p)
-all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
-batching._needs_axis.add(all_gather_p)
-batching._axis_rules.add(all_gather_p)
+def _axis_index_lowering(ctx, *, axis_name):
+  env = ctx.module_context.axis_env or ()
+  _env_groups(ctx, "axis_index", axis_name)
+  names = [n for n, _ in env]
+  k = names.index(axis_name)
+  stride = math.prod(s for _, s in env[k + 1:])
+  i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
+  rid = hlo.convert(i32, hlo.replica_id())
+  idx = hlo.divide(rid, lowering.ir_constant(np.int32(stride)))
+  return [hlo.remainder(idx, lowering.ir_constant(np.int32(env[k][1])))]
 
 
-def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled):
+axis_index_p = Primitive("axis_index")
+_unbound_impl(axis_index_p)
+axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.int32))
+batching._needs_axis.add(axis_index_p)
+batching._axis_rules.add(axis_index_p)
+lowering.register_lowering(axis_index_p, _axis_index_lowering)
+
+
+def _axis_index_batch(trace, vals, dims, *, axis_name):
   from tracejax._src.lax import structural
-  from tracejax._src.lax import utils as lax_utils
-  mine, rest = _split_names(trace, axis_name)
-  if not mine or rest:
-    if not mine:
-      return all_gather_p.bind(*vals, axis_name=axis_name, axis=axis, tiled=tiled), dims
-    raise NotImplementedError("all_gather over several axis names at once")
-  outs = []
-  for x, d in zip(vals, dims):
-    x = lax_utils.bdim_at_front(x, d, trace.axis_size)
-    shape = np.shape(x) if not hasattr(x, "shape") else x.shape
-    x = lax_utils.moveaxis(x, 0, axis)
-    if tiled:
-      shape = list(x.shape)
-      merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2:]
-      x = structural.reshape(x, tuple(merged))
-    outs.append(x)
-  return outs, [None] * len(outs)
+  if trace.axis_name != axis_name:
+    return axis_index_p.bind(axis_name=axis_name), None
+  return structural.iota(np.int32, trace.axis_size), 0
 
 
-batching.primitive_batchers[all_gather_p] = _all_gather_batch
+batching.primitive_batchers[axis_index_p] = _axis_index_batch
+ad.defjvp_zero(axis_index_p)
 
 
-# ---- ppermute ----
+# ---- ppermute, pshuffle ----
 
 def ppermute(x, axis_name, perm):
   """Send each member's value along the (source, destination) pairs of `perm`;
-  members that receive nothing get zeros."""
+  members that receive nothing get zeros.
+
+  Args:
+    x: a pytree of arrays.
+    axis_name: the named axis.
+    perm: pairs `(source index, destination index)`; no index may repeat as a source or
+      as a destination.
+
+  >>> pmap(lambda v: lax.ppermute(v, 'i', [(0, 1), (1, 0)]), 'i')(jnp.arange(2.))  # doctest: +SKIP
+  DeviceArray([1., 0.], dtype=float32)
+  """
   perm = tuple((int(s), int(d)) for s, d in perm)
+  srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
+  if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+    raise ValueError(f"ppermute sources and destinations must be unique, got perm={perm}")
   leaves, tree = tree_util.tree_flatten(x)
   return tree_util.tree_unflatten(tree, ppermute_p.bind(*leaves, axis_name=axis_name,
                                                         perm=perm))
 
 
-ppermute_p = _collective("ppermute", None, lambda *avals, axis_name, perm: list(avals))
+def pshuffle(x, axis_name, perm):
+  """Member i receives the value of member `perm[i]` (`perm` a permutation of
+  `range(axis size)`).
+
+  >>> pmap(lambda v: lax.pshuffle(v, 'i', [1, 0]), 'i')(jnp.arange(2.))  # doctest: +SKIP
+  DeviceArray([1., 0.], dtype=float32)
+  """
+  perm = [int(p) for p in perm]
+  if sorted(perm) != list(range(len(perm))):
+    raise ValueError(f"pshuffle perm must be a permutation of range({len(perm)}), got {perm}")
+  return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+def _ppermute_lowering(ctx, *args, axis_name, perm):
+  groups = _env_groups(ctx, "ppermute", axis_name)
+  pairs = np.array([[g[s], g[d]] for g in groups for s, d in perm], np.int64).reshape(-1, 2)
+  return [hlo.CollectivePermuteOp(x, _i64_attr(pairs)).result for x in args]
+
+
+ppermute_p = _collective("ppermute", lambda *avals, axis_name, perm: list(avals),
+                         _ppermute_lowering)
 
 
 def _ppermute_batch(trace, vals, dims, *, axis_name, perm):
@@ -207,6 +384,8 @@ def _ppermute_batch(trace, vals, dims, *, axis_name, perm):
   mine, rest = _split_names(trace, axis_name)
   if not mine:
     return ppermute_p.bind(*vals, axis_name=axis_name, perm=perm), dims
+  if rest:
+    raise NotImplementedError("ppermute over several axis names under vmap")
   n = trace.axis_size
   src_of = {d: s for s, d in perm}
   outs = []
@@ -223,55 +402,190 @@ def _ppermute_batch(trace, vals, dims, *, axis_name, perm):
 
 
 batching.primitive_batchers[ppermute_p] = _ppermute_batch
-ad.deflinear2(ppermute_p, lambda cts, *args, axis_name, perm: [
-    ppermute(ad.instantiate_zeros(c), axis_name, tuple((d, s) for s, d in perm))
-    for c in (cts if isinstance(cts, (list, tuple)) else [cts])])
+ad.deflinear2(ppermute_p, lambda cts, *args, axis_name, perm: ppermute_p.bind(
+    *[ad.instantiate_zeros(c) for c in _as_list(cts)], axis_name=axis_name,
+    perm=tuple((d, s) for s, d in perm)))
 
 
-# ---- axis_index ----
+# ---- all_gather ----
 
-def axis_index(axis_name):
-  """The index of this member along the named axis (an int32 scalar)."""
-  return axis_index_p.bind(axis_name=axis_name)
+def all_gather(x, axis_name, *, axis=0, tiled=False):
+  """Every member receives the values of all members, stacked along a new axis `axis`
+  (or, with `tiled=True`, concatenated along the existing axis `axis`).
+
+  Args:
+    x: a pytree of arrays.
+    axis_name: the named axis.
+    axis: where the members' axis goes in the result.
+    tiled: concatenate instead of stacking.
+
+  >>> pmap(lambda v: lax.all_gather(v, 'i'), 'i')(jnp.arange(2.))  # doctest: +SKIP
+  DeviceArray([[0., 1.], [0., 1.]], dtype=float32)
+  """
+  leaves, tree = tree_util.tree_flatten(x)
+  for leaf in leaves:
+    nd = np.ndim(leaf)
+    if not isinstance(axis, (int, np.integer)) or not 0 <= axis <= nd - bool(tiled):
+      raise ValueError(f"all_gather: axis={axis!r} is out of range for an operand of rank "
+                       f"{nd} (tiled={tiled})")
+  return tree_util.tree_unflatten(tree, all_gather_p.bind(
+      *leaves, axis_name=axis_name, axis=int(axis), tiled=bool(tiled)))
 
 
-axis_index_p = Primitive("axis_index")
-_unbound(axis_index_p)
-axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.int32))
-batching._needs_axis.add(axis_index_p)
-batching._axis_rules.add(axis_index_p)
-
-
-def _axis_index_batch(trace, vals, dims, *, axis_name):
-  from tracejax._src.lax import structural
-  if trace.axis_name != axis_name:
-    return axis_index_p.bind(axis_name=axis_name), None
-  return structural.iota(np.int32, trace.axis_size), 0
-
-
-batching.primitive_batchers[axis_index_p] = _axis_index_batch
-ad.defjvp_zero(axis_index_p)
-
-
-def _all_gather_transpose(cts, *args, axis_name, axis, tiled):
-  # Each member's cotangent is its own slice of the gathered cotangent, summed over
-  # the members that received it: psum, then take this member's slice.
-  from tracejax._src.lax import slicing
+def _all_gather_abstract_eval(*avals, axis_name, axis, tiled):
+  n = axis_size(axis_name)
   outs = []
-  for c in (cts if isinstance(cts, (list, tuple)) else [cts]):
-    total = psum(ad.instantiate_zeros(c), axis_name)
-    i = axis_index(axis_name)
-    size = 1 if not tiled else None
+  for a in avals:
+    shape = list(a.shape)
     if tiled:
-      n = psum(1, axis_name)
-      size = total.shape[axis] // int(n)
-      outs.append(slicing.dynamic_slice_in_dim(total, i * size, size, axis))
+      shape[axis] *= n
     else:
-      outs.append(slicing.dynamic_index_in_dim(total, i, axis, keepdims=False))
+      shape.insert(axis, n)
+    outs.append(a.update(shape=tuple(shape)))
   return outs
 
 
-ad.deflinear2(all_gather_p, _all_gather_transpose)
+def _all_gather_lowering(ctx, *args, axis_name, axis, tiled):
+  groups = _env_groups(ctx, "all_gather", axis_name)
+  outs = []
+  for x, a_in, a_out in zip(args, ctx.avals_in, ctx.avals_out):
+    if not tiled:  # gather along a new axis of size 1
+      shape = list(a_in.shape)
+      shape.insert(axis, 1)
+      x = hlo.reshape(lowering.aval_to_ir_type(a_in.update(shape=tuple(shape))), x)
+    op = hlo.AllGatherOp([lowering.aval_to_ir_type(a_out)], [x], axis, _i64_attr(groups))
+    outs.append(op.results[0])
+  return outs
+
+
+all_gather_p = _collective("all_gather", _all_gather_abstract_eval, _all_gather_lowering)
+
+
+def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled):
+  from tracejax._src.lax import structural
+  from tracejax._src.lax import utils as lax_utils
+  mine, rest = _split_names(trace, axis_name)
+  if not mine:
+    vals = [lax_utils.bdim_at_front(x, d, trace.axis_size) for x, d in zip(vals, dims)]
+    outs = all_gather_p.bind(*vals, axis_name=axis_name, axis=axis + 1, tiled=tiled)
+    return outs, [0] * len(outs)
+  if rest:
+    raise NotImplementedError("all_gather over several axis names at once under vmap")
+  outs = []
+  for x, d in zip(vals, dims):
+    x = lax_utils.bdim_at_front(x, d, trace.axis_size)
+    x = lax_utils.moveaxis(x, 0, axis)
+    if tiled:
+      shape = list(x.shape)
+      merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2:]
+      x = structural.reshape(x, tuple(merged))
+    outs.append(x)
+  return outs, [None] * len(outs)
+
+
+batching.primitive_batchers[all_gather_p] = _all_gather_batch
+ad.deflinear2(all_gather_p, lambda cts, *args, axis_name, axis, tiled: reduce_scatter_p.bind(
+    *[ad.instantiate_zeros(c) for c in _as_list(cts)], axis_name=axis_name,
+    scatter_dimension=axis, tiled=tiled))
+
+
+# ---- psum_scatter (reduce_scatter) ----
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, tiled=False):
+  """Sum `x` over the members of the named axis, and give member i only block i of the
+  sum along `scatter_dimension` (whose size must be the axis size, or with `tiled=True`
+  a multiple of it; untiled, the dimension is removed).
+
+  >>> pmap(lambda v: lax.psum_scatter(v, 'i'), 'i')(jnp.ones((2, 2)))  # doctest: +SKIP
+  DeviceArray([2., 2.], dtype=float32)
+  """
+  leaves, tree = tree_util.tree_flatten(x)
+  for leaf in leaves:
+    nd = np.ndim(leaf)
+    if not isinstance(scatter_dimension, (int, np.integer)) or not 0 <= scatter_dimension < nd:
+      raise ValueError(f"psum_scatter: scatter_dimension={scatter_dimension!r} is not an "
+                       f"axis of an operand of rank {nd}")
+  return tree_util.tree_unflatten(tree, reduce_scatter_p.bind(
+      *leaves, axis_name=axis_name, scatter_dimension=int(scatter_dimension),
+      tiled=bool(tiled)))
+
+
+def _check_scatter_size(size, n, tiled, scatter_dimension):
+  if (size % n) if tiled else (size != n):
+    raise ValueError(f"psum_scatter: scatter_dimension {scatter_dimension} has size {size}, "
+                     f"which must {'be a multiple of' if tiled else 'equal'} the axis size {n}")
+
+
+def _reduce_scatter_abstract_eval(*avals, axis_name, scatter_dimension, tiled):
+  n = axis_size(axis_name)
+  outs = []
+  for a in avals:
+    shape = list(a.shape)
+    _check_scatter_size(shape[scatter_dimension], n, tiled, scatter_dimension)
+    if tiled:
+      shape[scatter_dimension] //= n
+    else:
+      del shape[scatter_dimension]
+    outs.append(a.update(shape=tuple(shape)))
+  return outs
+
+
+def _reduce_scatter_lowering(ctx, *args, axis_name, scatter_dimension, tiled):
+  groups = _env_groups(ctx, "psum_scatter", axis_name)
+  outs = []
+  for x, a_in, a_out in zip(args, ctx.avals_in, ctx.avals_out):
+    shape = list(a_in.shape)
+    shape[scatter_dimension] //= len(groups[0])
+    block = a_in.update(shape=tuple(shape))
+    scalar = ir.RankedTensorType.get([], lowering.dtype_to_ir_type(a_in.dtype))
+    op = hlo.ReduceScatterOp(lowering.aval_to_ir_type(block), x, scatter_dimension,
+                             _i64_attr(groups))
+    blk = op.regions[0].blocks.append(scalar, scalar)
+    with ir.InsertionPoint(blk):
+      hlo.return_([_sum_combiner(a_in)(*blk.arguments)])
+    y = op.result
+    if not tiled:
+      y = hlo.reshape(lowering.aval_to_ir_type(a_out), y)
+    outs.append(y)
+  return outs
+
+
+reduce_scatter_p = _collective("reduce_scatter", _reduce_scatter_abstract_eval,
+                               _reduce_scatter_lowering)
+
+
+def _reduce_scatter_batch(trace, vals, dims, *, axis_name, scatter_dimension, tiled):
+  from tracejax._src.lax import reductions, structural
+  from tracejax._src.lax import utils as lax_utils
+  mine, rest = _split_names(trace, axis_name)
+  n = trace.axis_size
+  if not mine:
+    vals = [lax_utils.bdim_at_front(x, d, n) for x, d in zip(vals, dims)]
+    outs = reduce_scatter_p.bind(*vals, axis_name=axis_name,
+                                 scatter_dimension=scatter_dimension + 1, tiled=tiled)
+    return outs, [0] * len(outs)
+  if rest:
+    raise NotImplementedError("psum_scatter over several axis names at once under vmap")
+  outs = []
+  for x, d in zip(vals, dims):
+    x = lax_utils.bdim_at_front(x, d, n)
+    _check_scatter_size(x.shape[1 + scatter_dimension], n, tiled, scatter_dimension)
+    total = reductions.reduce_sum(x, (0,))              # the sum of every member's value
+    total = lax_utils.moveaxis(total, scatter_dimension, 0)
+    if tiled:  # member i gets block i: split the dimension into (n, size // n)
+      shape = tuple(total.shape)
+      total = structural.reshape(total, (n, shape[0] // n) + shape[1:])
+      total = lax_utils.moveaxis(total, 1, 1 + scatter_dimension)
+    else:
+      total = lax_utils.moveaxis(total, 0, 0)
+    outs.append(total)
+  return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[reduce_scatter_p] = _reduce_scatter_batch
+ad.deflinear2(reduce_scatter_p, lambda cts, *args, axis_name, scatter_dimension, tiled:
+              all_gather_p.bind(*[ad.instantiate_zeros(c) for c in _as_list(cts)],
+                                axis_name=axis_name, axis=scatter_dimension, tiled=tiled))
 
 
 # ---- all_to_all, pswapaxes ----
@@ -318,7 +632,35 @@ def _all_to_all_abstract_eval(*avals, axis_name, split_axis, concat_axis):
   return outs
 
 
-all_to_all_p = _collective("all_to_all", None, _all_to_all_abstract_eval)
+def _all_to_all_lowering(ctx, *args, axis_name, split_axis, concat_axis):
+  groups = _env_groups(ctx, "all_to_all", axis_name)
+  n = len(groups[0])
+  outs = []
+  for x, a_in, a_out in zip(args, ctx.avals_in, ctx.avals_out):
+    if a_in.shape[split_axis] != n:
+      raise ValueError(f"all_to_all: split_axis {split_axis} has size "
+                       f"{a_in.shape[split_axis]}, but axis {axis_name!r} has size {n}")
+    # XLA's all_to_all keeps the rank: insert a unit axis (at q) that the received
+    # blocks stack on, split `split_axis` into n blocks of one, then drop that axis.
+    q = concat_axis if concat_axis <= split_axis else concat_axis + 1
+    sa = split_axis + 1 if concat_axis <= split_axis else split_axis
+    expanded = list(a_in.shape)
+    expanded.insert(q, 1)
+    y = hlo.reshape(lowering.aval_to_ir_type(a_in.update(shape=tuple(expanded))), x)
+    res = list(expanded)
+    res[sa], res[q] = 1, n
+    op = _all_to_all_op(y, a_in.update(shape=tuple(res)), sa, q, n, groups)
+    outs.append(hlo.reshape(lowering.aval_to_ir_type(a_out), op))
+  return outs
+
+
+def _all_to_all_op(x, out_aval, split_dimension, concat_dimension, n, groups):
+  op = hlo.AllToAllOp([x], split_dimension, concat_dimension, n, _i64_attr(groups),
+                      results=[lowering.aval_to_ir_type(out_aval)])
+  return op.results[0]
+
+
+all_to_all_p = _collective("all_to_all", _all_to_all_abstract_eval, _all_to_all_lowering)
 
 
 def _all_to_all_batch(trace, vals, dims, *, axis_name, split_axis, concat_axis):
@@ -350,5 +692,4 @@ batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
 # Linear; the transpose sends every slice back: split and concat axes exchanged.
 ad.deflinear2(all_to_all_p, lambda cts, *args, axis_name, split_axis, concat_axis: [
     all_to_all_p.bind(ad.instantiate_zeros(c), axis_name=axis_name, split_axis=concat_axis,
-                      concat_axis=split_axis)[0]
-    for c in (cts if isinstance(cts, (list, tuple)) else [cts])])
+                      concat_axis=split_axis)[0] for c in _as_list(cts)])

@@ -234,13 +234,33 @@ mlir.register_lowering(sort_p, _sort_lowering)
 # top_k
 # =============================================================================
 
-def top_k(operand, k):
-  """The `k` largest entries along the last axis of `operand`, and their int32 indices.
+def top_k(operand, k, *, axis=-1):
+  """The `k` largest entries along `axis` (default: the last) of `operand`, and their
+  int32 indices.
 
   Values come in decreasing order; among equal values the lower index comes first.
+
+  Args:
+    operand: an array of rank >= 1.
+    k: how many entries to keep (a static int).
+    axis: the axis to search (negative counts from the end).
+
+  >>> top_k(jnp.array([[1., 5.], [3., 2.]]), 1, axis=0)[1]
+  DeviceArray([[1, 0]], dtype=int32)
   """
   k = concrete_or_error(operator.index, k, "The k argument of top_k.")
-  return tuple(top_k_p.bind(operand, k=k))
+  ndim = len(np.shape(operand))
+  axis = operator.index(axis)
+  if ndim and not -ndim <= axis < ndim:
+    raise ValueError(f"top_k axis {axis} is out of bounds for an operand of rank {ndim}.")
+  axis = axis % ndim if ndim else axis
+  if ndim == 0 or axis == ndim - 1:
+    return tuple(top_k_p.bind(operand, k=k))
+  from tracejax._src.lax import structural
+  perm = tuple(i for i in range(ndim) if i != axis) + (axis,)
+  inv = tuple(np.argsort(perm))
+  vals, idx = top_k_p.bind(structural.transpose(operand, perm), k=k)
+  return structural.transpose(vals, inv), structural.transpose(idx, inv)
 
 
 def _top_k_shape_rule(operand, *, k):

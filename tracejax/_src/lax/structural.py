@@ -710,12 +710,33 @@ def full(shape, fill_value, dtype=None):
   return broadcast(_convert(fill_value, dtype, weak_type), shape)
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
-  """An array like `x` (its shape and dtype unless given) filled with `fill_value`."""
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+  """An array like `x` (its shape and dtype unless given) filled with `fill_value`.
+
+  `x` may be an array, a scalar, or anything with `shape` and `dtype` attributes (a
+  `ShapeDtypeStruct`). `sharding` is accepted for compatibility (one device).
+  """
+  if _is_duck_array(x):
+    fill_shape = tuple(x.shape) if shape is None else canonicalize_shape(shape)
+    weak_type = dtype is None and bool(getattr(x, "weak_type", False))
+    dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else x.dtype)
+    return full(fill_shape, _convert(fill_value, dtype, weak_type))
   fill_shape = _shape(x) if shape is None else canonicalize_shape(shape)
   weak_type = dtype is None and dtypes.is_weakly_typed(x)
   dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else _aval(x).dtype)
   return full(fill_shape, _convert(fill_value, dtype, weak_type))
+
+
+def _is_duck_array(x):
+  # shape and dtype, but not a value tracejax can take the abstract value of
+  if isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or not (
+      hasattr(x, "shape") and hasattr(x, "dtype")):
+    return False
+  try:
+    avals_mod.get_aval(x)
+    return False
+  except Exception:
+    return True
 
 
 def zeros_like_array(x):
@@ -726,3 +747,226 @@ def zeros_like_array(x):
 def tie_in(x, y):
   """Gives `y` a fake data dependence on `x` (2020 API; a no-op since omnistaging)."""
   return y
+
+
+# =============================================================================
+# split, stack, unstack, tile (today's lax; each linear, with every rule)
+# =============================================================================
+
+def split(operand, sizes, axis=0):
+  """Splits `operand` along `axis` into pieces of the given `sizes` (summing to its size).
+
+  Args:
+    operand: an array.
+    sizes: a sequence of nonnegative ints.
+    axis: the axis to split (negative counts from the end).
+
+  >>> [p.shape for p in split(jnp.zeros((5, 2)), (2, 3))]
+  [(2, 2), (3, 2)]
+  """
+  sizes = _int_tuple("split", "sizes", sizes)
+  axis = _canonicalize_axes("split", "axis", axis, len(_shape(operand)))[0]
+  return split_p.bind(operand, sizes=sizes, axis=axis)
+
+
+def _split_shape_rule(operand, *, sizes, axis):
+  if any(s < 0 for s in sizes):
+    raise ValueError(f"split sizes must be nonnegative, got {sizes}.")
+  if sum(sizes) != operand.shape[axis]:
+    raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                     f"operand shape {operand.shape}.")
+  return [operand.shape[:axis] + (s,) + operand.shape[axis + 1:] for s in sizes]
+
+
+def _split_transpose_rule(cts, operand, *, sizes, axis):
+  shape = operand.aval.shape
+  parts = [ad.zeros_like_aval(operand.aval.update(shape=shape[:axis] + (s,) + shape[axis + 1:]))
+           if type(c) is ad.Zero else c for c, s in zip(cts, sizes)]
+  return [concatenate(parts, axis) if parts else full(shape, 0, operand.aval.dtype)]
+
+
+def _split_batch_rule(args, dims, *, sizes, axis):
+  (x,), (d,) = args, dims
+  new_axis = axis + (d <= axis)
+  return split_p.bind(x, sizes=sizes, axis=new_axis), [d] * len(sizes)
+
+
+def _split_lowering(ctx, x, *, sizes, axis):
+  shape = ctx.avals_in[0].shape
+  outs, start = [], 0
+  for s in sizes:
+    lo = [0] * len(shape)
+    hi = list(shape)
+    lo[axis], hi[axis] = start, start + s
+    outs.append(hlo.slice(x, lo, hi, [1] * len(shape)))
+    start += s
+  return outs
+
+
+split_p = standard_primitive(_split_shape_rule, lambda x, **p: [x.dtype] * len(p["sizes"]),
+                             "split", multiple_results=True,
+                             weak_type_rule=lambda x, **_: x.weak_type)
+ad.deflinear2(split_p, _split_transpose_rule)
+batching.primitive_batchers[split_p] = _split_batch_rule
+mlir.register_lowering(split_p, _split_lowering)
+
+
+def stack(operands, axis=0):
+  """Joins arrays of one shape and dtype along a new axis `axis`.
+
+  Args:
+    operands: a non-empty sequence of arrays.
+    axis: where the new axis goes (negative counts from the end of the result).
+
+  >>> stack([jnp.array([1, 2]), jnp.array([3, 4])], axis=1)
+  DeviceArray([[1, 3],
+               [2, 4]], dtype=int32)
+  """
+  operands = list(operands)
+  if not operands:
+    raise ValueError("stack requires a non-empty sequence of arrays.")
+  axis = _canonicalize_axes("stack", "axis", axis, len(_shape(operands[0])) + 1)[0]
+  return stack_p.bind(*operands, axis=axis)
+
+
+def _stack_shape_rule(*operands, axis):
+  shapes = {o.shape for o in operands}
+  if len(shapes) != 1:
+    raise TypeError(f"stack requires operands of one shape, got "
+                    f"{', '.join(str(o.shape) for o in operands)}.")
+  s = operands[0].shape
+  return s[:axis] + (len(operands),) + s[axis:]
+
+
+def _stack_dtype_rule(*operands, axis):
+  utils.check_same_dtypes("stack", *operands)
+  return operands[0].dtype
+
+
+def _stack_transpose_rule(ct, *operands, axis):
+  parts = unstack_p.bind(ct, axis=axis)
+  return [p if ad.is_undefined_primal(o) else None for p, o in zip(parts, operands)]
+
+
+def _stack_batch_rule(args, dims, *, axis):
+  size = next(_shape(x)[d] for x, d in zip(args, dims) if d is not None)
+  operands = [utils.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+  return stack_p.bind(*operands, axis=axis + 1), 0
+
+
+def _stack_lowering(ctx, *xs, axis):
+  s = ctx.avals_in[0]
+  piece = mlir.aval_to_ir_type(s.update(shape=s.shape[:axis] + (1,) + s.shape[axis:]))
+  return [hlo.concatenate([hlo.reshape(piece, x) for x in xs], axis)]
+
+
+stack_p = standard_primitive(_stack_shape_rule, _stack_dtype_rule, "stack")
+ad.deflinear2(stack_p, _stack_transpose_rule)
+batching.primitive_batchers[stack_p] = _stack_batch_rule
+mlir.register_lowering(stack_p, _stack_lowering)
+
+
+def unstack(x, axis=0):
+  """The slices of `x` along `axis`, as a tuple of arrays of one rank less.
+
+  Args:
+    x: an array of rank >= 1.
+    axis: the axis to take apart.
+
+  >>> unstack(jnp.array([[1, 2], [3, 4]]), axis=1)[0]
+  DeviceArray([1, 3], dtype=int32)
+  """
+  axis = _canonicalize_axes("unstack", "axis", axis, len(_shape(x)))[0]
+  return tuple(unstack_p.bind(x, axis=axis))
+
+
+def _unstack_shape_rule(x, *, axis):
+  return [x.shape[:axis] + x.shape[axis + 1:]] * x.shape[axis]
+
+
+def _unstack_transpose_rule(cts, x, *, axis):
+  s = x.aval.shape
+  piece = x.aval.update(shape=s[:axis] + s[axis + 1:])
+  parts = [ad.zeros_like_aval(piece) if type(c) is ad.Zero else c for c in cts]
+  return [stack_p.bind(*parts, axis=axis) if parts else full(s, 0, x.aval.dtype)]
+
+
+def _unstack_batch_rule(args, dims, *, axis):
+  (x,), (d,) = args, dims
+  new_axis = axis + (d <= axis)
+  out_d = d - (axis < d)
+  return unstack_p.bind(x, axis=new_axis), [out_d] * x.shape[new_axis]
+
+
+def _unstack_lowering(ctx, x, *, axis):
+  shape = ctx.avals_in[0].shape
+  out_type = mlir.aval_to_ir_type(ctx.avals_out[0]) if ctx.avals_out else None
+  outs = []
+  for i in range(shape[axis]):
+    lo = [0] * len(shape)
+    hi = list(shape)
+    lo[axis], hi[axis] = i, i + 1
+    outs.append(hlo.reshape(out_type, hlo.slice(x, lo, hi, [1] * len(shape))))
+  return outs
+
+
+unstack_p = standard_primitive(
+    _unstack_shape_rule, lambda x, **p: [x.dtype] * x.shape[p["axis"]], "unstack",
+    multiple_results=True, weak_type_rule=lambda x, **_: x.weak_type)
+ad.deflinear2(unstack_p, _unstack_transpose_rule)
+batching.primitive_batchers[unstack_p] = _unstack_batch_rule
+mlir.register_lowering(unstack_p, _unstack_lowering)
+
+
+def tile(operand, reps):
+  """`operand` repeated `reps[i]` times along each axis `i` (`len(reps) == ndim`).
+
+  Args:
+    operand: an array.
+    reps: a sequence of positive ints, one per axis.
+
+  >>> tile(jnp.array([1, 2, 3]), (2,))
+  DeviceArray([1, 2, 3, 1, 2, 3], dtype=int32)
+  """
+  reps = _int_tuple("tile", "reps", reps)
+  if len(reps) != len(_shape(operand)):
+    raise ValueError(f"tile: len(reps)={len(reps)} must equal operand.ndim="
+                     f"{len(_shape(operand))}.")
+  if any(r < 0 for r in reps):
+    raise ValueError(f"tile reps must be nonnegative, got {reps}.")
+  return tile_p.bind(operand, reps=reps)
+
+
+def _tile_shape_rule(operand, *, reps):
+  return tuple(s * r for s, r in zip(operand.shape, reps))
+
+
+def _tile_expanded(shape, reps):
+  # (r0, s0, r1, s1, ...): the tiled array before merging each (r_i, s_i) pair
+  return tuple(d for s, r in zip(shape, reps) for d in (r, s))
+
+
+def _tile_transpose_rule(ct, operand, *, reps):
+  from tracejax._src.lax.reductions import reduce_sum
+  shape = operand.aval.shape
+  ct = reshape(ct, _tile_expanded(shape, reps))
+  return [reduce_sum(ct, tuple(range(0, 2 * len(shape), 2)))]
+
+
+def _tile_batch_rule(args, dims, *, reps):
+  (x,), (d,) = args, dims
+  return tile_p.bind(x, reps=reps[:d] + (1,) + reps[d:]), d
+
+
+def _tile_lowering(ctx, x, *, reps):
+  aval = ctx.avals_in[0]
+  exp = _tile_expanded(aval.shape, reps)
+  b = hlo.broadcast_in_dim(mlir.aval_to_ir_type(aval.update(shape=exp)), x,
+                           list(range(1, 2 * len(aval.shape), 2)))
+  return [hlo.reshape(mlir.aval_to_ir_type(ctx.avals_out[0]), b)]
+
+
+tile_p = standard_primitive(_tile_shape_rule, utils.input_dtype, "tile")
+ad.deflinear2(tile_p, _tile_transpose_rule)
+batching.primitive_batchers[tile_p] = _tile_batch_rule
+mlir.register_lowering(tile_p, _tile_lowering)

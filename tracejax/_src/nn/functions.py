@@ -487,3 +487,252 @@ def _to_rank4(x, name):
     raise ValueError(f"dot_product_attention: {name} must have at most 4 dimensions, "
                      f"got shape {x.shape}.")
   return jnp.reshape(x, (1,) * (4 - x.ndim) + x.shape)
+
+
+# ---- block-scaled matmuls (microscaling formats: mxfp8, nvfp4) ----
+#
+# A block-scaled operand stores low-precision values plus one scale per block of
+# `block_size` consecutive elements along the contracting (last) axis; the real
+# value is `value * scale`. On GPUs cuDNN fuses this; here it is computed as its
+# definition, in float32, which is what the fused kernels approximate.
+
+import dataclasses as _dataclasses  # noqa: E402
+import ml_dtypes as _ml_dtypes  # noqa: E402
+
+
+@_dataclasses.dataclass(frozen=True)
+class BlockScaleConfig:
+  """How `scaled_dot_general` quantizes one operand: `mode` ('mxfp8' or 'nvfp4'),
+  `block_size`, `data_type` (of the values), `scale_type` (of the block scales),
+  `global_scale` (nvfp4: a float32 array dividing the operand first), `infer_only`."""
+  mode: str
+  block_size: int
+  data_type: object
+  scale_type: object
+  global_scale: object
+  infer_only: bool
+
+
+def get_scaled_dot_general_config(mode, global_scale=None):
+  """The quantization config of `scaled_dot_general` for `mode`.
+
+  Args:
+    mode: 'mxfp8' (float8_e4m3fn values, power-of-two float8_e8m0fnu scales per 32
+      elements) or 'nvfp4' (float4_e2m1fn values, float8_e4m3fn scales per 16
+      elements, after dividing by `global_scale`).
+    global_scale: nvfp4 only: a float32 array (default `ones((1,))`).
+
+  >>> get_scaled_dot_general_config("mxfp8").block_size
+  32
+  """
+  if mode == "nvfp4":
+    return BlockScaleConfig(
+        "nvfp4", 16, _ml_dtypes.float4_e2m1fn, _ml_dtypes.float8_e4m3fn,
+        jnp.ones((1,), np.float32) if global_scale is None else global_scale, False)
+  if mode == "mxfp8":
+    return BlockScaleConfig("mxfp8", 32, _ml_dtypes.float8_e4m3fn,
+                            _ml_dtypes.float8_e8m0fnu, None, False)
+  raise ValueError(f"Unsupported mode: {mode}")
+
+
+def scaled_matmul(lhs, rhs, lhs_scales, rhs_scales, preferred_element_type=np.float32):
+  """Block-scaled batched matmul: `einsum('BMK,BNK->BMN', lhs * s_l, rhs * s_r)`, where
+  each scale is repeated over its block of `K // scales.shape[-1]` elements.
+
+  Args:
+    lhs: (B, M, K). rhs: (B, N, K).
+    lhs_scales: (B, M, K_l) with `K % K_l == 0`. rhs_scales: (B, N, K_r), `K % K_r == 0`.
+    preferred_element_type: the output dtype (computed in float32).
+
+  >>> a = jnp.array([1., 2., 3.]).reshape((1, 1, 3))
+  >>> b = jnp.array([4., 5., 6.]).reshape((1, 1, 3))
+  >>> s = jnp.array([0.5]).reshape((1, 1, 1))
+  >>> scaled_matmul(a, b, s, s)
+  DeviceArray([[[8.]]], dtype=float32)
+  """
+  lhs, rhs = jnp.asarray(lhs), jnp.asarray(rhs)
+  lhs_scales, rhs_scales = jnp.asarray(lhs_scales), jnp.asarray(rhs_scales)
+  for name, x in (("lhs", lhs), ("rhs", rhs), ("lhs_scales", lhs_scales),
+                  ("rhs_scales", rhs_scales)):
+    if x.ndim != 3:
+      raise ValueError(f"scaled_matmul: {name} must have 3 dimensions (B, rows, K), got "
+                       f"shape {x.shape}")
+  (B, M, K), (B2, N, K2) = lhs.shape, rhs.shape
+  if B != B2 or K != K2:
+    raise ValueError(f"scaled_matmul: lhs {lhs.shape} and rhs {rhs.shape} must agree on "
+                     "the batch and contracting (last) dimensions")
+  expanded = []
+  for name, x, s in (("lhs_scales", lhs, lhs_scales), ("rhs_scales", rhs, rhs_scales)):
+    if s.shape[:2] != x.shape[:2] or s.shape[2] == 0 or K % s.shape[2]:
+      raise ValueError(f"scaled_matmul: {name} of shape {s.shape} does not block "
+                       f"an operand of shape {x.shape}")
+    s32 = s.astype(np.float32)
+    expanded.append(x.astype(np.float32) * jnp.repeat(s32, K // s.shape[2], axis=-1))
+  out = jnp.einsum("bmk,bnk->bmn", expanded[0], expanded[1], precision="highest")
+  return out.astype(preferred_element_type)
+
+
+def _e8m0_round_up(s):
+  """Power-of-two scales >= `s` (float32), as the uint8 biased exponents of
+  float8_e8m0fnu: the exponent of `s`, plus one when `s` is not a power of two."""
+  bits = lax.bitcast_convert_type(s.astype(np.float32), np.uint32)
+  exp = bits >> np.uint32(23)
+  mant = bits & np.uint32(0x7FFFFF)
+  # Not rounded up: exact powers of two, the largest finite exponent (0xFE: rounding
+  # would give NaN) and subnormals no larger than half the smallest normal.
+  up = (mant > 0) & (exp != 0xFE) & ~((exp == 0) & (mant <= 0x400000))
+  return jnp.where(up, exp + np.uint32(1), exp).astype(np.uint8)
+
+
+def _e8m0_value(e, dtype):
+  v = lax.bitcast_convert_type(e.astype(np.uint32) << np.uint32(23), np.float32)
+  tiny = 2.0 ** -15 if np.dtype(dtype) == np.float16 else 2.0 ** -127
+  return jnp.where(v == 0, np.float32(tiny), v).astype(dtype)
+
+
+def _quantize(x, config):
+  """(B, M, K) -> low-precision values (B, M, K) and block scales (B, M, K / block)."""
+  B, M, K = x.shape
+  bs = config.block_size
+  if K < bs or K % bs:
+    raise ValueError(f"scaled_dot_general: the contracting size {K} must be a multiple of "
+                     f"the block size {bs}")
+  xb = jnp.reshape(x, (B, M, K // bs, bs))
+  vmax = np.array(float(_ml_dtypes.finfo(config.data_type).max), x.dtype)
+  amax = jnp.max(jnp.abs(xb), axis=-1, keepdims=True) / vmax
+  if config.mode == "mxfp8":
+    e = _e8m0_round_up(amax)
+    scaled = xb / _e8m0_value(e, x.dtype)
+    scales = lax.bitcast_convert_type(e[..., 0], np.dtype(config.scale_type))
+  elif config.mode == "nvfp4":
+    smax = np.array(float(_ml_dtypes.finfo(config.scale_type).max), x.dtype)
+    xb = xb / config.global_scale
+    amax = jnp.max(jnp.abs(xb), axis=-1, keepdims=True) / vmax
+    scales = jnp.clip(amax, 0, smax).astype(config.scale_type)
+    scaled = xb / scales.astype(np.float32)
+    scales = scales[..., 0]
+  else:
+    raise ValueError(f"Unrecognized mode: {config.mode}.")
+  q = jnp.clip(scaled, -vmax, vmax).astype(config.data_type)
+  return jnp.reshape(q, (B, M, K)), scales
+
+
+def _to_bmk(x, contract, batch):
+  """Transpose and reshape `x` to (batch, kept, contracting)."""
+  kept = [d for d in range(x.ndim) if d not in contract and d not in batch]
+  order = list(batch) + kept + list(contract)
+  size = lambda dims: int(np.prod([x.shape[d] for d in dims], dtype=np.int64))
+  return jnp.reshape(jnp.transpose(x, order), (size(batch), size(kept), size(contract)))
+
+
+def _scaled_dot(lhs, rhs, dims, out_dtype, cfg_l, cfg_r):
+  """dot_general of quantized operands; result in dot_general's axis order."""
+  (lc, rc), (lb, rb) = dims
+  a, sa = _quantize(_to_bmk(lhs, lc, lb), cfg_l)
+  b, sb = _quantize(_to_bmk(rhs, rc, rb), cfg_r)
+  nv = cfg_l.mode == "nvfp4"
+  out = scaled_matmul(a, b, sa, sb, np.float32 if nv else out_dtype)
+  if nv:
+    out = (out * (cfg_l.global_scale * cfg_r.global_scale)).astype(out_dtype)
+  shape = ([lhs.shape[d] for d in lb] +
+           [lhs.shape[d] for d in range(lhs.ndim) if d not in lc and d not in lb] +
+           [rhs.shape[d] for d in range(rhs.ndim) if d not in rc and d not in rb])
+  return jnp.reshape(out, shape)
+
+
+def _scaled_dot_grad_lhs(g, x, y, dims, out_dtype, cfg_g, cfg_y, swap=False):
+  """The cotangent of x in `g = dot_general(x, y, dims)` (or of dot_general(y, x)
+  with `swap`), computed as a block-scaled dot of g and y over y's kept axes."""
+  (xc, yc), (xb, yb) = dims
+  x_kept = [d for d in range(x.ndim) if d not in xc and d not in xb]
+  y_kept = [d for d in range(y.ndim) if d not in yc and d not in yb]
+  nb = len(xb)
+  if swap:   # g's axes: batch, y kept, x kept
+    g_y = list(range(nb, nb + len(y_kept)))
+    g_x = list(range(nb + len(y_kept), g.ndim))
+  else:      # g's axes: batch, x kept, y kept
+    g_x = list(range(nb, nb + len(x_kept)))
+    g_y = list(range(nb + len(x_kept), g.ndim))
+  g_batch = list(range(nb))
+  if cfg_g.mode != "nvfp4":
+    out = _scaled_dot(g, y, ((tuple(g_y), tuple(y_kept)), (tuple(g_batch), tuple(yb))),
+                      out_dtype, cfg_g, cfg_y)
+  else:   # nvfp4 gradients are computed in full precision
+    out = lax.dot_general(g, y, ((tuple(g_y), tuple(y_kept)), (tuple(g_batch), tuple(yb))),
+                          preferred_element_type=out_dtype)
+  # `out` axes: batch, x kept (g's order), then y's contracting axes in y's order:
+  # put them back in x's order.
+  xc_by_y = [xc[i] for i in np.argsort(yc)]
+  perm = np.argsort(list(xb) + x_kept + xc_by_y)
+  del g_x
+  return jnp.transpose(out, tuple(int(p) for p in perm))
+
+
+def _make_scaled_dot(dims, out_dtype, configs):
+  from tracejax._src.custom_derivatives import custom_vjp
+  c_l, c_r, c_g = configs
+
+  @custom_vjp
+  def f(lhs, rhs):
+    return _scaled_dot(lhs, rhs, dims, out_dtype, c_l, c_r)
+
+  def fwd(lhs, rhs):
+    return f(lhs, rhs), (lhs, rhs)
+
+  def bwd(res, g):
+    lhs, rhs = res
+    (lc, rc), (lb, rb) = dims
+    gl = _scaled_dot_grad_lhs(g, lhs, rhs, dims, out_dtype, c_g, c_r)
+    gr = _scaled_dot_grad_lhs(g, rhs, lhs, ((rc, lc), (rb, lb)), out_dtype, c_g, c_l,
+                              swap=True)
+    if c_g.mode == "nvfp4":
+      # Straight-through estimator: no gradient where quantization clipped the input.
+      vmax = float(_ml_dtypes.finfo(c_l.data_type).max)
+      smax = float(_ml_dtypes.finfo(c_l.scale_type).max)
+      gl = jnp.where(jnp.abs(lhs) <= c_l.global_scale * vmax * smax, gl, 0)
+      gr = jnp.where(jnp.abs(rhs) <= c_r.global_scale * vmax * smax, gr, 0)
+    return gl.astype(lhs.dtype), gr.astype(rhs.dtype)
+
+  f.defvjp(fwd, bwd)
+  return f
+
+
+def scaled_dot_general(lhs, rhs, dimension_numbers, preferred_element_type=np.float32,
+                       configs=None, implementation=None):
+  """`lax.dot_general` of operands quantized to a block-scaled format (as configured
+  by `configs`, three `BlockScaleConfig`s: lhs, rhs, gradients); differentiable, with
+  gradients also computed from quantized operands. `configs=None`: plain dot_general.
+
+  Args:
+    lhs, rhs: arrays. dimension_numbers: `((lhs_contract, rhs_contract), (lhs_batch,
+      rhs_batch))`; the contracting size must be a multiple of the block size.
+    preferred_element_type: float32, bfloat16 or float16.
+    configs: None, or `[get_scaled_dot_general_config(mode)] * 3`.
+    implementation: ignored (the backend chooses).
+
+  >>> x = jnp.ones((2, 4, 64)); y = jnp.ones((2, 3, 64))
+  >>> cfg = [get_scaled_dot_general_config("mxfp8")] * 3
+  >>> scaled_dot_general(x, y, (((2,), (2,)), ((0,), (0,))), configs=cfg).shape
+  (2, 4, 3)
+  """
+  del implementation
+  if configs is None:
+    return lax.dot_general(lhs, rhs, dimension_numbers,
+                           preferred_element_type=preferred_element_type)
+  out_dtype = np.dtype(preferred_element_type)
+  if out_dtype not in (np.dtype(np.float32), np.dtype(dtypes.bfloat16), np.dtype(np.float16)):
+    raise TypeError("Only support preferred_element_type in (f32, bf16, f16), but got "
+                    f"{out_dtype}")
+  configs = list(configs)
+  if len(configs) != 3 or not all(isinstance(c, BlockScaleConfig) for c in configs):
+    raise TypeError("scaled_dot_general: configs must be three BlockScaleConfigs "
+                    "(lhs, rhs, gradient)")
+  lhs, rhs = jnp.asarray(lhs), jnp.asarray(rhs)
+  (lc, rc), (lb, rb) = dimension_numbers
+  lc, rc, lb, rb = (tuple(int(d) for d in t) for t in (lc, rc, lb, rb))
+  squeeze = not lb
+  if squeeze:  # give both operands a unit batch axis (the quantized matmul is batched)
+    lhs, rhs = lhs[..., None], rhs[..., None]
+    lb, rb = (lhs.ndim - 1,), (rhs.ndim - 1,)
+  out = _make_scaled_dot(((lc, rc), (lb, rb)), out_dtype, configs)(lhs, rhs)
+  return out[0] if squeeze else out

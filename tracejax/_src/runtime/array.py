@@ -9,6 +9,7 @@ import numpy as np
 
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.runtime import backend
+from tracejax._src.runtime import sharding as sharding_mod
 
 
 class _ArrayMethods:
@@ -27,7 +28,9 @@ class _ArrayMethods:
       raise RuntimeError(f"Array has been deleted with shape={self.aval.str_short()}.")
     v = self._npy_value
     if v is None:
-      if backend.needs_bitcast_fetch(self.aval.dtype):
+      if type(self._sharding) is not backend._jax.SingleDeviceSharding:
+        v = sharding_mod.assemble_numpy(self)
+      elif backend.needs_bitcast_fetch(self.aval.dtype):
         v = backend.fetch_via_bitcast(self, self.aval.shape, self.aval.dtype)
       else:
         v = backend.to_numpy(self)
@@ -46,13 +49,55 @@ class _ArrayMethods:
     return v if dtype is None else v.astype(dtype)
 
   def copy_to_host_async(self):
-    self._copy_single_device_array_to_host_async()
+    for a in self._arrays:
+      a._copy_single_device_array_to_host_async()
 
   def device(self):
+    """The device of a single-device array (2020 API; today's `.devices()` for several)."""
     return backend.buffer_device(self)
 
   def devices(self):
-    return {backend.buffer_device(self)}
+    """The set of devices that hold a piece of this array.
+
+    >>> jnp.ones(3).devices()   # doctest: +SKIP
+    {CpuDevice(id=0)}
+    """
+    return set(self._sharding._device_assignment)
+
+  @property
+  def sharding(self):
+    """How the array is laid out over devices: a `SingleDeviceSharding`, or a
+    `PmapSharding` for a pmap result."""
+    return self._sharding
+
+  @property
+  def committed(self):
+    """Whether the array is committed to its device(s): explicitly placed
+    (`device_put(x, device)`) or computed from committed inputs. Computations on
+    committed arrays run where they are; uncommitted ones may be moved."""
+    return self._committed
+
+  @property
+  def addressable_shards(self):
+    """The pieces of the array held by this process' devices: a list of `Shard`s
+    (`.device`, `.index`, `.replica_id`, `.data`)."""
+    return sharding_mod.shards(self)
+
+  global_shards = addressable_shards
+
+  def addressable_data(self, index):
+    """The single-device Array of shard `index`."""
+    return self.addressable_shards[index].data
+
+  @property
+  def is_fully_addressable(self):
+    """Whether every piece lives on a device of this process."""
+    return self._sharding.is_fully_addressable
+
+  @property
+  def is_fully_replicated(self):
+    """Whether every device holds the whole value."""
+    return self._sharding.is_fully_replicated
 
   def device_buffer(self):
     return self
@@ -120,7 +165,10 @@ class _ArrayMethods:
 
   def __copy__(self):
     """`copy.copy(x)`: a new Array with the same value (and weak type)."""
-    return from_numpy(np.array(self._value), weak_type=self.aval.weak_type)
+    if type(self._sharding) is not backend._jax.SingleDeviceSharding:
+      return from_numpy(np.array(self._value), weak_type=self.aval.weak_type)
+    return backend.device_put(np.array(self._value), backend.buffer_device(self), self.aval,
+                              committed=self._committed)
 
   def __deepcopy__(self, memo):
     """`copy.deepcopy(x)`: arrays hold no references, so the same as `copy.copy`."""
@@ -161,3 +209,34 @@ def from_numpy(x, weak_type=False, device=None, dtype=None):
   """An Array holding a copy of NumPy array `x` (already of a canonical dtype)."""
   x = np.asarray(x) if dtype is None else np.asarray(x, dtype)
   return backend.device_put(x, device, avals_mod.ShapedArray(x.shape, x.dtype, weak_type))
+
+
+# ---- the public `jax.Array` type ----
+#
+# `isinstance(x, jax.Array)` must hold for tracers too (libraries check it inside
+# jitted and differentiated functions), but jaxlib's ArrayImpl is a C++ type whose
+# isinstance cannot be extended. So the public name is an abstract base class that
+# ArrayImpl and Tracer are registered with, as `jnp.ndarray` is; internal code keeps
+# using `Array` (the concrete ArrayImpl) to mean "a value on a device".
+import abc as _abc  # noqa: E402
+
+from tracejax._src.core.trace import Tracer as _Tracer  # noqa: E402
+
+
+class PublicArray(_abc.ABC):
+  """The array type of the public API (`jax.Array`): device arrays and tracers.
+
+  `isinstance(x, jax.Array)` is True for a device array and for a traced value
+  inside `jit`, `grad` or `vmap`, and False for NumPy arrays and Python scalars.
+  Values are made by `jnp.array`, `jax.device_put` and every operation; the class
+  itself is for type checks and annotations.
+
+  >>> isinstance(jnp.ones(3), jax.Array), isinstance(np.ones(3), jax.Array)
+  (True, False)
+  """
+  __slots__ = ()
+
+
+PublicArray.__name__ = PublicArray.__qualname__ = "Array"
+PublicArray.register(Array)
+PublicArray.register(_Tracer)

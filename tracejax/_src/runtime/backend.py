@@ -93,6 +93,8 @@ def get_client(platform=None):
         else:
           raise RuntimeError(f"Unknown backend {platform!r}")
         _clients[platform] = c
+        global _multi_device
+        _multi_device = _multi_device or len(c.devices()) > 1
   return c
 
 
@@ -135,12 +137,58 @@ def local_devices(platform=None):
 _default_device = None
 _sharding_cache = {}
 
+# `jax_default_device`: where uncommitted data and computations go. Set globally with
+# config.update, or per thread by `default_device_scope` (the `jax.default_device`
+# context manager). It is part of the C++ jit key, so a cached executable compiled for
+# one default device never runs for another.
+config.define("jax_default_device", None, parse=lambda v: v,
+              help="Device (or platform name) for uncommitted arrays and computations.")
+
+
+class _DeviceOverride(threading.local):
+  def __init__(self):
+    self.stack = []
+
+
+_device_override = _DeviceOverride()
+
+
+def _resolve_device(d):
+  if isinstance(d, str):  # a platform name: its first device
+    return get_client("gpu" if d == "cuda" else d).devices()[0]
+  return d
+
 
 def default_device():
+  """The device uncommitted arrays and computations use now."""
+  if _device_override.stack:
+    return _device_override.stack[-1]
+  if config.jax_default_device is not None:
+    return _resolve_device(config.jax_default_device)
   global _default_device
   if _default_device is None:
     _default_device = get_client().devices()[0]
   return _default_device
+
+
+def push_default_device(device):
+  _device_override.stack.append(_resolve_device(device) if device is not None
+                                else default_device())
+  _default_device_flag.set_local(_device_override.stack[-1])
+
+
+def pop_default_device():
+  _device_override.stack.pop()
+  _default_device_flag.set_local(_device_override.stack[-1] if _device_override.stack
+                                 else None)
+
+
+def is_multi_device():
+  """Whether any client in use has more than one device (placement then matters)."""
+  return _multi_device
+
+
+_multi_device = False
 
 
 def sharding_for(device):
@@ -178,14 +226,42 @@ def _as_aval(a):
 _COPY = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 
 
-def device_put(x, device=None, aval=None):
-  """Copy a NumPy array to `device`; returns a jaxlib ArrayImpl whose `.aval` is `aval`."""
+def device_put(x, device=None, aval=None, committed=None):
+  """Copy a NumPy array to `device`; returns a jaxlib ArrayImpl whose `.aval` is `aval`.
+
+  The array is committed to its device when `device` is given (unless `committed`
+  says otherwise): computations on it then run there, as in JAX."""
+  if committed is None:
+    committed = device is not None
   device = device or default_device()
   if not x.flags.c_contiguous:
     x = np.ascontiguousarray(x)
   aval = _Aval(x.shape, x.dtype) if aval is None else aval
   return xc.batched_device_put(aval, sharding_for(device), [x], [device],
-                               committed=True, enable_x64=True, host_buffer_semantics=_COPY)
+                               committed=committed, enable_x64=True,
+                               host_buffer_semantics=_COPY)
+
+
+def put_shards(parts, devices, global_aval, sharding=None):
+  """One committed Array over `devices` from one NumPy array per device (`parts[i]` on
+  `devices[i]`); `sharding` defaults to replication over `devices`."""
+  singles = [device_put(p, d, _Aval(p.shape, p.dtype)) for p, d in zip(parts, devices)]
+  if sharding is None:
+    sharding = replicated_sharding(devices)
+  return ArrayImpl(global_aval, sharding, singles, True, True)
+
+
+_replicated_cache = {}
+
+
+def replicated_sharding(devices):
+  """jaxlib's GSPMDSharding replicating over `devices` (cached)."""
+  devices = tuple(devices)
+  s = _replicated_cache.get(devices)
+  if s is None:
+    s = _replicated_cache[devices] = _jax.GSPMDSharding(_jax.DeviceList(devices),
+                                                       xc.HloSharding.replicate())
+  return s
 
 
 def to_numpy(buf):
@@ -198,20 +274,28 @@ def to_numpy(buf):
 
 
 def buffer_device(buf):
-  return buf._sharding._device  # a SingleDeviceSharding (all our arrays are single-device)
+  """The device of a single-device array (ValueError for one spread over several)."""
+  s = buf._sharding
+  if type(s) is _jax.SingleDeviceSharding:
+    return s._device
+  raise ValueError(f"device() is only defined for an Array on one device; this one is "
+                   f"sharded over {len(s._device_assignment)} devices: use devices() or "
+                   ".sharding")
 
 
 _handler_cache = {}
 
 
-def result_handler(aval, device=None):
-  """Turns an output buffer into an ArrayImpl carrying `aval` (shape, dtype, weak_type)."""
+def result_handler(aval, device=None, committed=True, sharding=None):
+  """Turns an output buffer into an ArrayImpl carrying `aval` (shape, dtype, weak_type);
+  with `sharding`, the outputs of every device become one Array of that sharding."""
   device = device or default_device()
-  key = (aval, device)
+  key = (aval, device, committed, sharding)
   h = _handler_cache.get(key)
   if h is None:
     h = _handler_cache[key] = _jax.array_result_handler(
-        aval, sharding_for(device), True, _skip_checks=True)
+        aval, sharding if sharding is not None else sharding_for(device), committed,
+        _skip_checks=True)
   return h
 
 
@@ -235,13 +319,23 @@ def make_ir_context():
 # ---- compilation and the caches ----
 
 class Executable:
-  """A compiled program plus the handlers that turn its outputs into buffers."""
-  __slots__ = ("exe", "handlers", "device", "text", "out_avals", "effectful", "ordered")
+  """A compiled program plus the handlers that turn its outputs into buffers.
 
-  def __init__(self, exe, out_avals, device, text):
+  `committed`: whether its outputs are committed to their device (they are when
+  an input was, as in JAX). `out_shardings`: for a program over several devices,
+  the sharding of each output (its handler joins the devices' buffers)."""
+  __slots__ = ("exe", "handlers", "device", "text", "out_avals", "effectful", "ordered",
+               "committed")
+
+  def __init__(self, exe, out_avals, device, text, committed=True, out_shardings=None):
     self.exe, self.device, self.text = exe, device, text
     self.out_avals = out_avals
-    self.handlers = [result_handler(a, device) for a in out_avals]
+    self.committed = committed
+    if out_shardings is None:
+      self.handlers = [result_handler(a, device, committed) for a in out_avals]
+    else:
+      self.handlers = [result_handler(a, device, committed, s)
+                       for a, s in zip(out_avals, out_shardings)]
     # A program that calls Python (io/debug/pure callbacks) runs with a runtime
     # token (see "Python host callbacks" below); `ordered` ones finish before the
     # next program starts, so ordered effects keep their order across calls.
@@ -330,7 +424,8 @@ def _compiled_name(module_text, name):
 
 
 def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=None,
-            compiler_options=None, name=None):
+            compiler_options=None, name=None, committed=True, devices=None,
+            out_shardings=None):
   """Compile StableHLO text for `device`; cached in process and on disk.
 
   `out_avals` gives each output's aval (or a (shape, dtype) pair): the outputs
@@ -338,27 +433,37 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
   (weak types differ), so they are part of the in-process key.
   `compiler_options` is a dict of XLA options (e.g. `{"xla_cpu_enable_fast_math":
   True}`); `name` is the function's name for the compile log (default: the module's).
+  Outputs are committed to their device if `committed`. A replicated program
+  (`num_replicas` > 1, pmap's) runs on `devices`, replica i on `devices[i]`, and
+  `out_shardings` joins each output's per-device buffers into one Array.
   """
-  device = device or default_device()
+  devices = tuple(devices) if devices else (device or default_device(),)
+  device = devices[0]
   out_avals = [_as_aval(a) for a in out_avals]
   copts = _normalize_compiler_options(compiler_options)
-  key = (module_text, device, num_replicas, tuple(out_avals), copts)
+  key = (module_text, devices, num_replicas, tuple(out_avals), copts, committed,
+         tuple(out_shardings) if out_shardings else None)
   exe = _exe_cache.get(key)
   if exe is not None:
     return exe
   t0 = time.perf_counter()
   client = device.client
-  devlist = _jax.DeviceList((device,))
-  opts = _compile_options(num_replicas, compiler_options=copts)
+  devlist = _jax.DeviceList(devices)
+  assignment = None
+  if len(devices) > 1:  # replica i runs on devices[i]
+    assignment = xc.DeviceAssignment.create(
+        np.array([d.id for d in devices], np.int32).reshape(len(devices), 1))
+  opts = _compile_options(num_replicas, device_assignment=assignment, compiler_options=copts)
   loaded = None
   path = None
   if host_callbacks is None and PYTHON_CALLBACK_TARGET in module_text:
     host_callbacks = [_host_callback_trampoline]  # see "Python host callbacks"
-  use_disk = config.tracejax_compilation_cache and not host_callbacks and num_replicas == 1
+  use_disk = config.tracejax_compilation_cache and not host_callbacks
   if use_disk:
     digest = hashlib.sha256("\0".join([
         JAXLIB_VERSION, client.platform, str(client.platform_version),
-        str(len(client.devices())), str(device.id), repr(copts) if copts else "",
+        str(len(client.devices())), ",".join(str(d.id) for d in devices), str(num_replicas),
+        repr(copts) if copts else "",
         module_text]).encode()).hexdigest()
     path = os.path.join(_cache_dir(), digest[:2], digest + ".xla")
     loaded = _disk_load(client, path, devlist, opts)
@@ -371,7 +476,7 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
       loaded = client.compile_and_load(module_text, devlist, opts)
     if use_disk:
       _disk_store(loaded, path)
-  exe = Executable(loaded, out_avals, device, module_text)
+  exe = Executable(loaded, out_avals, device, module_text, committed, out_shardings)
   _exe_cache[key] = exe
   level = logging.WARNING if config.jax_log_compiles else logging.DEBUG
   if _dispatch_logger.isEnabledFor(level):
@@ -633,6 +738,10 @@ def _mirror(name, cpp_flag):
 
 
 _mirror("jax_enable_x64", _x64_flag)
+_default_device_flag = _jax.config.Config("jax_default_device", config.jax_default_device,
+                                          include_in_jit_key=True,
+                                          include_in_trace_context=True)
+_mirror("jax_default_device", _default_device_flag)
 _mirror("jax_disable_jit", _disable_jit_flag)
 _KEYED_FLAGS = ("jax_debug_nans", "jax_debug_infs", "jax_numpy_rank_promotion",
                 "jax_threefry_partitionable", "jax_default_matmul_precision",
@@ -686,8 +795,8 @@ def fastpath_data(exe, out_treedef, n_args, const_bufs):
   n_in = len(const_bufs) + n_args
   n_out = len(exe.out_avals)
   return _FastpathFields(exe.exe, out_treedef, [sh] * n_in, [sh] * n_out,
-                         list(exe.out_avals), [True] * n_out, [True] * n_in, [None] * n_in,
-                         list(const_bufs))
+                         list(exe.out_avals), [exe.committed] * n_out, [True] * n_in,
+                         [None] * n_in, list(const_bufs))
 
 
 # ---- portable StableHLO artifacts (jax.export) and the profiler (jax.profiler) ----

@@ -519,8 +519,8 @@ def _pade_coefficients(m):
 
 
 # Higham (2005), "The scaling and squaring method for the matrix exponential
-# revisited", Table 2.3: the largest 1-norm for which the degree-m approximant is
-# accurate to the unit roundoff, in double and single precision.
+# revisited": theta_m, the largest 1-norm for which the degree-m approximant is
+# accurate to the unit roundoff, in double and in single precision.
 _THETA64 = {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e-1,
             9: 2.097847961257068e0, 13: 5.371920351148152e0}
 _THETA32 = {3: 4.258730016922831e-1, 5: 1.880152677804762e0, 7: 3.925724783138660e0}

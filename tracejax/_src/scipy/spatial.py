@@ -1,7 +1,7 @@
 """`jax.scipy.spatial.transform`: 3-D rotations (`Rotation`) and their interpolation (`Slerp`).
 
 A `Rotation` is a NamedTuple holding unit quaternions `quat` in SciPy's order
-(x, y, z, w: scalar last), shape (4,) for one rotation or (N, 4) for N; as a
+(x, y, z, w: scalar last), shape (4,) for one rotation or (..., 4) for many; as a
 pytree it passes through `jit` and `vmap`. Conversions follow SciPy: rotation
 vectors and modified Rodrigues parameters use the canonical quaternion (w >= 0);
 `from_matrix` is Shepperd's method (the largest of four candidates); `as_euler`
@@ -27,9 +27,8 @@ def _as_float(x, fun_name):
 
 
 def _check_last(x, n, fun_name, what):
-  if x.ndim not in (1, 2) or x.shape[-1] != n:
-    raise ValueError(f"Rotation.{fun_name}: expected {what} of shape ({n},) or (N, {n}), "
-                     f"got {x.shape}")
+  if x.ndim < 1 or x.shape[-1] != n:
+    raise ValueError(f"Rotation.{fun_name}: expected {what} of shape (..., {n}), got {x.shape}")
 
 
 def _normalize(q):
@@ -134,9 +133,9 @@ class Rotation(NamedTuple):
 
     Example: `Rotation.from_matrix(jnp.eye(3))`."""
     m = _as_float(matrix, "from_matrix")
-    if m.ndim not in (2, 3) or m.shape[-2:] != (3, 3):
-      raise ValueError(f"Rotation.from_matrix: expected a matrix of shape (3, 3) or (N, 3, 3), "
-                       f"got {m.shape}")
+    if m.ndim < 2 or m.shape[-2:] != (3, 3):
+      raise ValueError(f"Rotation.from_matrix: expected matrices of shape (..., 3, 3), got "
+                       f"{m.shape}")
     tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
     diag = jnp.stack([m[..., 0, 0], m[..., 1, 1], m[..., 2, 2], tr], -1)
     choice = jnp.argmax(diag, -1)
@@ -165,30 +164,26 @@ class Rotation(NamedTuple):
     Args:
       seq: 1 to 3 axes; lowercase 'xyz' are extrinsic (fixed frame), uppercase 'XYZ'
         intrinsic (rotating frame).
-      angles: shape (len(seq),) or (N, len(seq)) (a scalar or (N,) for one axis).
+      angles: shape (..., len(seq)) (a scalar too for one axis); one rotation per
+        leading index.
       degrees: angles in degrees.
 
     Example: `Rotation.from_euler('ZYX', jnp.array([90., 0., 0.]), degrees=True)`.
     """
     axes, extrinsic = _parse_seq(seq, "from_euler")
     angles = _as_float(angles, "from_euler")
-    single = False
-    if len(axes) == 1 and angles.ndim == 0:
-      angles, single = angles.reshape(1, 1), True
-    elif len(axes) == 1 and angles.ndim == 1:
-      angles = angles[:, None]       # N angles about one axis: N rotations
-    elif angles.ndim == 1:
-      angles, single = angles[None], True
-    if angles.ndim != 2 or angles.shape[-1] != len(axes):
-      raise ValueError(f"Rotation.from_euler: expected angles of shape ({len(axes)},) or "
-                       f"(N, {len(axes)}) for seq {seq!r}, got {angles.shape}")
+    if angles.ndim == 0 and len(axes) == 1:
+      angles = angles[None]
+    if angles.ndim == 0 or angles.shape[-1] != len(axes):
+      raise ValueError(f"Rotation.from_euler: expected angles of shape (..., {len(axes)}) for "
+                       f"seq {seq!r}, got {angles.shape}")
     if degrees:
       angles = jnp.deg2rad(angles)
-    q = _elementary_quat(axes[0], angles[:, 0])
+    q = _elementary_quat(axes[0], angles[..., 0])
     for n, ax in enumerate(axes[1:], 1):
-      e = _elementary_quat(ax, angles[:, n])
+      e = _elementary_quat(ax, angles[..., n])
       q = _compose(e, q) if extrinsic else _compose(q, e)
-    return cls(q[0] if single else q)
+    return cls(q)
 
   @classmethod
   def identity(cls, num=None, dtype=float):
@@ -289,7 +284,8 @@ class Rotation(NamedTuple):
   # ---- operations ----
 
   def apply(self, vectors, inverse=False):
-    """Rotate `vectors` (shape (3,) or (N, 3)); `inverse` applies the inverse rotation."""
+    """Rotate `vectors` (shape (..., 3), broadcast against the rotations); `inverse` applies
+    the inverse rotation."""
     vectors = _as_float(vectors, "apply")
     _check_last(vectors, 3, "apply", "vectors")
     m = self.as_matrix()
@@ -308,8 +304,9 @@ class Rotation(NamedTuple):
 
   def mean(self, weights=None):
     """The weighted mean rotation (Markley et al.): the top eigenvector of sum w q q^T."""
-    q = jnp.atleast_2d(self.quat)
-    w = jnp.ones(q.shape[0], q.dtype) if weights is None else _as_float(weights, "mean")
+    q = self.quat.reshape(-1, 4)
+    w = (jnp.ones(q.shape[0], q.dtype) if weights is None
+         else _as_float(weights, "mean").reshape(-1))
     k = jnp.einsum("n,ni,nj->ij", w, q, q)
     _, vecs = jnp.linalg.eigh(k)
     return Rotation(vecs[:, -1])

@@ -5,7 +5,6 @@ import numpy as np
 from tracejax._src import dtypes
 from tracejax._src.lax import elementwise as lax
 from tracejax._src.lax import special as lax_special
-from tracejax._src.numpy import util as np_util
 
 
 def _promote_inexact(*args):
@@ -37,8 +36,16 @@ def polygamma(n, x):
   return lax_special.polygamma(n, x)
 
 
-def zeta(x, q):
-  """The Hurwitz zeta function."""
+def zeta(x, q=None):
+  """The Hurwitz zeta function sum_k (k + q)**-x, or with `q=None` the Riemann zeta
+  function (continued to x < 1 by the reflection formula, as SciPy's `zeta(x)`).
+
+  >>> zeta(2.)   # pi**2 / 6
+  Array(1.644934, dtype=float32)
+  """
+  if q is None:
+    x, = _promote_inexact(x)
+    return _riemann_zeta(x)
   x, q = _promote_inexact(x, q)
   return lax_special.zeta(x, q)
 
@@ -198,29 +205,61 @@ def log_ndtr(x, series_order=3):
   return jnp.where(x > upper, hi, jnp.where(x < lower, lo, mid))
 
 
+def _norm_axes(axis, ndim, name="axis"):
+  """`axis` (None, an int or a tuple) as a sorted tuple of non-negative ints."""
+  if axis is None:
+    return tuple(range(ndim))
+  axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+  out = []
+  for ax in axes:
+    if not isinstance(ax, (int, np.integer)):
+      raise TypeError(f"{name} must be None, an int or a tuple of ints, got {axis!r}")
+    if not -ndim <= ax < max(ndim, 1):
+      raise ValueError(f"{name} {ax} is out of bounds for an array of rank {ndim}")
+    out.append(int(ax) % max(ndim, 1))
+  return tuple(sorted(set(out)))
+
+
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
-  """log(sum(b * exp(a))) computed stably; with `return_sign`, also the sign."""
+  """log(sum(b * exp(a))) over `axis`, computed stably (SciPy's `logsumexp`).
+
+  Args:
+    a: the array.
+    axis: None (all axes), an int or a tuple of ints.
+    b: optional scale factors, broadcast against `a` (may be negative: then use
+      `return_sign`, or the result is NaN where the sum is negative).
+    keepdims: keep the reduced axes with size 1.
+    return_sign: also return the sign (-1, 0 or 1) of the sum.
+    where: optional boolean mask of the elements that take part.
+
+  >>> logsumexp(jnp.array([0., 0.]))   # log(2)
+  Array(0.6931472, dtype=float32)
+  """
   import tracejax.numpy as jnp
   a, = _promote_inexact(a)
   if b is not None:
     a, b = _promote_inexact(a, b)
-  amax = jnp.max(a, axis=axis, keepdims=True)
+  axes = _norm_axes(axis, a.ndim)
+  if where is not None:
+    where = jnp.broadcast_to(jnp.asarray(where, bool), a.shape)
+    a = jnp.where(where, a, -jnp.inf)
+  amax = jnp.max(a, axis=axes, keepdims=True)
   amax = _stop(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
   e = jnp.exp(a - amax)
   if b is not None:
     e = e * b
-  s = jnp.sum(e, axis=axis, keepdims=True)
+  if where is not None:
+    e = jnp.where(where, e, jnp.zeros_like(e))
+  s = jnp.sum(e, axis=axes, keepdims=True)
   sign = jnp.sign(s)
   out = jnp.log(jnp.abs(s)) + amax
   if not keepdims:
-    axes = tuple(range(np.ndim(a))) if axis is None else (
-        (axis,) if isinstance(axis, int) else tuple(axis))
     out = jnp.squeeze(out, axis=axes)
     sign = jnp.squeeze(sign, axis=axes)
   if return_sign:
     return out, sign
   if b is not None:
-    out = jnp.where(sign < 0, jnp.nan, out)
+    out = jnp.where(sign < 0, jnp.asarray(np.nan, out.dtype), out)
   return out
 
 
@@ -229,12 +268,257 @@ def _stop(x):
   return stop_gradient(x)
 
 
-def softmax(x, axis=-1):
-  """exp(x) / sum(exp(x)) along `axis`."""
+def softmax(x, axis=None):
+  """exp(x) / sum(exp(x)) over `axis` (None: all axes, as in SciPy).
+
+  >>> softmax(jnp.array([0., 0.]))
+  Array([0.5, 0.5], dtype=float32)
+  """
   import tracejax.numpy as jnp
   x, = _promote_inexact(x)
-  unnorm = jnp.exp(x - _stop(jnp.max(x, axis=axis, keepdims=True)))
-  return unnorm / jnp.sum(unnorm, axis=axis, keepdims=True)
+  axes = _norm_axes(axis, x.ndim)
+  unnorm = jnp.exp(x - _stop(jnp.max(x, axis=axes, keepdims=True)))
+  return unnorm / jnp.sum(unnorm, axis=axes, keepdims=True)
 
 
-_ = np_util
+def log_softmax(x, axis=None):
+  """log(softmax(x)) over `axis` (None: all axes), computed without overflow.
+
+  >>> log_softmax(jnp.array([0., 0.]))
+  Array([-0.6931472, -0.6931472], dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  x, = _promote_inexact(x)
+  axes = _norm_axes(axis, x.ndim)
+  shifted = x - _stop(jnp.max(x, axis=axes, keepdims=True))
+  return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True))
+
+
+# ---- gamma-function family ----
+
+def gammasgn(x):
+  """Sign of the Gamma function: 1 for x > 0, (-1)^ceil(-x) between the poles, NaN at
+  the poles (non-positive integers), as in SciPy.
+
+  >>> gammasgn(jnp.array([-1.5, -0.5, 2.]))
+  Array([ 1., -1.,  1.], dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  x, = _promote_inexact(x)
+  fl = jnp.floor(x)
+  odd = jnp.mod(fl, 2.) == 1.
+  neg_sign = jnp.where(odd, -jnp.ones_like(x), jnp.ones_like(x))
+  out = jnp.where(x > 0, jnp.ones_like(x), neg_sign)
+  out = jnp.where((x < 0) & (x == fl), jnp.nan, out)
+  return jnp.where(jnp.isnan(x), x, out)
+
+
+def gamma(x):
+  """The Gamma function: `gammasgn(x) * exp(gammaln(x))` (inf at 0, NaN at the negative
+  integers, as in SciPy).
+
+  >>> gamma(jnp.array([0.5, 4.]))
+  Array([1.7724539, 6.       ], dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  x, = _promote_inexact(x)
+  return gammasgn(x) * jnp.exp(lax_special.lgamma(x))
+
+
+def loggamma(x):
+  """Principal branch of log Gamma for real x: gammaln(x) for x > 0 (inf at 0), NaN for
+  x < 0 (where Gamma is negative or the log is complex), as SciPy's real `loggamma`.
+
+  >>> loggamma(jnp.array([0.5, 3.]))
+  Array([0.5723649, 0.6931472], dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  x, = _promote_inexact(x)
+  if jnp.iscomplexobj(x):
+    raise TypeError("loggamma: complex arguments are not supported; x must be real")
+  return jnp.where(x < 0, jnp.nan, lax_special.lgamma(x))
+
+
+def beta(a, b):
+  """The Beta function Gamma(a) Gamma(b) / Gamma(a + b), signs included.
+
+  >>> beta(2., 3.)
+  Array(0.08333334, dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  a, b = _promote_inexact(a, b)
+  sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
+  return sign * jnp.exp(betaln(a, b))
+
+
+def factorial(n, exact=False):
+  """n! as Gamma(n + 1) (0 for n < 0, as in SciPy); `exact=True` (arbitrary-precision
+  integers) cannot be traced and is refused with NotImplementedError, as in JAX.
+
+  >>> factorial(jnp.array([3., 4.5]))
+  Array([ 6.      , 52.342777], dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  if exact:
+    raise NotImplementedError("factorial with exact=True")
+  n, = _promote_inexact(n)
+  return jnp.where(n < 0, jnp.zeros_like(n), jnp.exp(lax_special.lgamma(n + 1)))
+
+
+def comb(N, k, *, repetition=False):
+  """The number of combinations of N things taken k at a time, as SciPy's
+  `comb(N, k, exact=False)`: Gamma-function based, 0 where k > N, N < 0 or k < 0.
+  With `repetition=True`, combinations with repetition, comb(N + k - 1, k).
+
+  >>> comb(5., 2.)
+  Array(10., dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  N, k = _promote_inexact(N, k)
+  if repetition:
+    N = N + k - 1
+  one = jnp.ones_like(N)
+  valid = (k <= N) & (N >= 0) & (k >= 0)
+  safe_N = jnp.where(valid, N, one)
+  safe_k = jnp.where(valid, k, one)
+  val = jnp.exp(lax_special.lgamma(safe_N + 1) - lax_special.lgamma(safe_k + 1)
+                - lax_special.lgamma(safe_N - safe_k + 1))
+  out = jnp.where(valid, val, jnp.zeros_like(N))
+  if repetition:
+    # comb(N, 0) with repetition is 1 even for N = 0 (then N + k - 1 = -1).
+    out = jnp.where((k == 0) & (N >= -1), one, out)
+  return out
+
+
+def poch(z, m):
+  """The Pochhammer symbol (z)_m = Gamma(z + m) / Gamma(z), signs included.
+
+  >>> poch(3., 2.)   # 3 * 4
+  Array(12., dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  z, m = _promote_inexact(z, m)
+  sign = gammasgn(z + m) * gammasgn(z)
+  val = sign * jnp.exp(lax_special.lgamma(z + m) - lax_special.lgamma(z))
+  # m = 0 gives 1 even at the poles of Gamma(z).
+  return jnp.where(m == 0, jnp.ones_like(z), val)
+
+
+def bernoulli(n):
+  """The Bernoulli numbers B_0 ... B_n (with B_1 = -1/2, as in SciPy) as an array of the
+  default float dtype. `n` is a static non-negative int.
+
+  >>> bernoulli(4)
+  Array([ 1.        , -0.5       ,  0.16666667,  0.        , -0.03333334], dtype=float32)
+  """
+  import fractions
+  import tracejax.numpy as jnp
+  if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+    raise ValueError(f"bernoulli: n must be a non-negative int, got {n!r}")
+  n = int(n)
+  # Exact rationals from the recurrence sum_{k<=m} C(m+1, k) B_k = 0, evaluated once at
+  # trace time (n is static), then rounded to the float dtype.
+  from math import comb as _comb
+  b = [fractions.Fraction(1)]
+  for m in range(1, n + 1):
+    acc = sum(_comb(m + 1, k) * b[k] for k in range(m))
+    b.append(-acc / (m + 1))
+  return jnp.asarray(np.array([float(v) for v in b]), dtypes.canonicalize_dtype(np.float64))
+
+
+def boxcox(x, lmbda):
+  """The Box-Cox transform: (x**lmbda - 1) / lmbda, log(x) where lmbda == 0.
+
+  >>> boxcox(2., 0.)
+  Array(0.6931472, dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  x, lmbda = _promote_inexact(x, lmbda)
+  logx = jnp.log(x)
+  safe_l = jnp.where(lmbda == 0, jnp.ones_like(lmbda), lmbda)
+  return jnp.where(lmbda == 0, logx, jnp.expm1(safe_l * logx) / safe_l)
+
+
+def boxcox1p(x, lmbda):
+  """The Box-Cox transform of 1 + x: ((1 + x)**lmbda - 1) / lmbda, log1p(x) at lmbda 0.
+
+  >>> boxcox1p(1., 0.)
+  Array(0.6931472, dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  x, lmbda = _promote_inexact(x, lmbda)
+  log1px = jnp.log1p(x)
+  safe_l = jnp.where(lmbda == 0, jnp.ones_like(lmbda), lmbda)
+  return jnp.where(lmbda == 0, log1px, jnp.expm1(safe_l * log1px) / safe_l)
+
+
+def rel_entr(p, q):
+  """Elementwise relative entropy: p log(p / q) for p, q > 0; 0 for p = 0, q >= 0;
+  inf otherwise.
+
+  >>> rel_entr(1., 2.)
+  Array(-0.6931472, dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  p, q = _promote_inexact(p, q)
+  both = (p > 0) & (q > 0)
+  safe_p = jnp.where(both, p, jnp.ones_like(p))
+  safe_q = jnp.where(both, q, jnp.ones_like(q))
+  val = safe_p * jnp.log(safe_p / safe_q)
+  return jnp.where(both, val, jnp.where((p == 0) & (q >= 0), jnp.zeros_like(p), jnp.inf))
+
+
+def kl_div(p, q):
+  """Elementwise Kullback-Leibler term: p log(p / q) - p + q for p, q > 0; q for p = 0,
+  q >= 0; inf otherwise.
+
+  >>> kl_div(1., 2.)
+  Array(0.30685282, dtype=float32)
+  """
+  import tracejax.numpy as jnp
+  p, q = _promote_inexact(p, q)
+  both = (p > 0) & (q > 0)
+  safe_p = jnp.where(both, p, jnp.ones_like(p))
+  safe_q = jnp.where(both, q, jnp.ones_like(q))
+  val = safe_p * jnp.log(safe_p / safe_q) - safe_p + safe_q
+  return jnp.where(both, val, jnp.where((p == 0) & (q >= 0), q, jnp.inf))
+
+
+def _riemann_zeta(x):
+  """Riemann zeta: Hurwitz zeta at q = 1 for x > 1, the reflection formula below 1."""
+  import tracejax.numpy as jnp
+  one = jnp.ones_like(x)
+  right = lax_special.zeta(jnp.where(x > 1, x, 2 * one), one)
+  # zeta(x) = 2^x pi^(x-1) sin(pi x / 2) Gamma(1 - x) zeta(1 - x) for x < 1.
+  s = jnp.where(x < 1, 1 - x, 2 * one)
+  refl = (jnp.exp2(x) * jnp.power(jnp.asarray(np.pi, x.dtype), x - 1)
+          * jnp.sin(np.pi / 2 * x) * gamma(s) * lax_special.zeta(s, one))
+  # Exact zeros at the negative even integers (sin vanishes there but rounds).
+  trivial = (x < 0) & (jnp.mod(x, 2.) == 0)
+  refl = jnp.where(trivial, jnp.zeros_like(x), refl)
+  refl = jnp.where(x == 0, -0.5 * one, refl)
+  # 0 < x < 1: the reflection would need zeta on (0, 1) again, so use Borwein's
+  # accelerated alternating (eta) series there instead.
+  strip = (x > 0) & (x < 1)
+  mid = _zeta_borwein(jnp.where(strip, x, 0.5 * one))
+  refl = jnp.where(strip, mid, refl)
+  return jnp.where(x > 1, right, jnp.where(x == 1, jnp.inf, refl))
+
+
+def _zeta_borwein(s, n=24):
+  """zeta(s) for 0 < s < 1 by Borwein's algorithm 2 (error about 5.8**-n)."""
+  import math
+  import tracejax.numpy as jnp
+  # d_k = n sum_{i<=k} (n+i-1)! 4^i / ((n-i)! (2i)!), exact integers at trace time.
+  d, acc = [], 0
+  for i in range(n + 1):
+    acc += math.factorial(n + i - 1) * 4 ** i * n // (math.factorial(n - i) * math.factorial(2 * i))
+    d.append(acc)
+  dn = float(d[-1])
+  coeffs = np.array([(-1) ** k * (d[k] - d[-1]) / dn for k in range(n)])
+  ks = np.arange(1, n + 1, dtype=np.float64)
+  c = jnp.asarray(coeffs, s.dtype)
+  logk = jnp.asarray(np.log(ks), s.dtype)
+  terms = c * jnp.exp(-s[..., None] * logk)
+  eta = -jnp.sum(terms, axis=-1)
+  return eta / -jnp.expm1((1 - s) * np.log(2.))

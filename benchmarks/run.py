@@ -146,6 +146,11 @@ SPECS = [
     # Issue 10: jit(grad) of a 20-layer MLP with each layer under jax.checkpoint, and
     # without (time and XLA temp memory, both systems).
     Spec("checkpoint_mlp", "checkpoint_mlp.py", rounds=10, args=["--calls", "10"]),
+    # Issue 9: cached pmap call of a small function on 4 CPU devices (both systems).
+    Spec("pmap_call", "pmap_call.py", rounds=15, args=["--calls", "200"],
+         env={"tracejax": {"TRACEJAX_NUM_CPU_DEVICES": "4"},
+              "jax": {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
+              "numpy": {}}),
 ]
 
 # Import rows: (key, label, {system: module or None}).

@@ -125,7 +125,7 @@ def test_disable_jit_after_the_fast_path_is_cached():
   assert len(calls) == 1
   with config._override("jax_disable_jit", True):
     f(jnp.ones(2))
-  assert calls[-1] is tracejax.Array
+  assert calls[-1] is tracejax.DeviceArray
 
 
 def test_cached_jit_under_transformations():
@@ -202,7 +202,7 @@ def test_array_protocols():
   x = jnp.arange(4.)
   np.testing.assert_array_equal(np.from_dlpack(x), [0., 1., 2., 3.])
   for y in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x), copy.copy(x)):
-    assert type(y) is tracejax.Array and y.dtype == x.dtype
+    assert type(y) is tracejax.DeviceArray and y.dtype == x.dtype
     np.testing.assert_array_equal(y, x)
   with pytest.raises(TypeError):
     hash(x)

@@ -78,7 +78,7 @@ def test_conversions(x64):
   np.testing.assert_allclose(Rotation.from_quat(q[0]).as_matrix(), sr[0].as_matrix(), **TOL)
 
 
-@pytest.mark.parametrize("seq", ["xyz", "XYZ", "zxz", "ZXZ", "yzx", "YXY"])
+@pytest.mark.parametrize("seq", ["xyz", "ZYX", "zxz", "YXY"])
 def test_euler(x64, seq):
   rng = np.random.default_rng(2)
   q = _quats()
@@ -143,9 +143,9 @@ def test_rotation_float32_transforms_errors():
   np.testing.assert_allclose(out, np.zeros((4, 3)), atol=1e-5)
   r = Rotation.random(jrandom.PRNGKey(0), 5)
   np.testing.assert_allclose(jnp.linalg.norm(r.quat, axis=-1), np.ones(5), rtol=1e-6)
-  check_grads(jit(lambda v: Rotation.from_rotvec(v).as_matrix()), (np.array([0.3, -0.2, 0.5]),),
+  check_grads(lambda v: Rotation.from_rotvec(v).as_matrix(), (np.array([0.3, -0.2, 0.5]),),
               order=1, atol=2e-2, rtol=2e-2)
-  check_grads(jit(lambda a: Rotation.from_euler("zyx", a).as_quat()), (np.array([0.3, -0.2, 0.5]),),
+  check_grads(lambda a: Rotation.from_euler("zyx", a).as_quat(), (np.array([0.3, -0.2, 0.5]),),
               order=1, atol=2e-2, rtol=2e-2)
   with pytest.raises(ValueError, match="xyz"):
     Rotation.from_euler("xYz", jnp.zeros(3))

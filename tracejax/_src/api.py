@@ -121,35 +121,78 @@ def eval_shape(fun, *args, **kwargs):
 # ---- devices and transfers ----
 
 def devices(backend_name=None):
-  """All devices of the backend (default: GPU if one was found, else CPU)."""
+  """All devices of the backend (default: GPU if one was found, else CPU).
+
+  >>> devices()   # doctest: +SKIP
+  [CpuDevice(id=0)]
+  """
   return backend.devices(backend_name)
 
 
-def local_devices(process_index=None, backend_name=None):
-  return backend.local_devices(backend_name)
+def local_devices(process_index=None, backend_name=None, host_id=None):
+  """The devices attached to this process (`process_index`, default this one).
+
+  >>> local_devices()   # doctest: +SKIP
+  [CpuDevice(id=0)]
+  """
+  pid = process_index if process_index is not None else host_id
+  devs = backend.local_devices(backend_name)
+  if pid is not None:
+    if not isinstance(pid, (int, np.integer)) or isinstance(pid, bool):
+      raise TypeError(f"local_devices process_index must be an int, got {pid!r}")
+    devs = [d for d in backend.devices(backend_name) if d.process_index == pid]
+  return devs
 
 
 def device_count(backend_name=None):
+  """The number of devices of the backend, over every process.
+
+  >>> device_count()   # doctest: +SKIP
+  1
+  """
   return len(backend.devices(backend_name))
 
 
 def local_device_count(backend_name=None):
+  """The number of devices attached to this process.
+
+  >>> local_device_count()   # doctest: +SKIP
+  1
+  """
   return len(backend.local_devices(backend_name))
 
 
 def default_backend():
+  """The name of the default platform ('cpu' or 'gpu')."""
   return backend.default_platform()
 
 
-def process_index():
-  return 0
+def process_index(backend_name=None):
+  """The index of this process among those running the program (0 in one process).
+
+  >>> process_index()
+  0
+  """
+  return backend.get_client(backend_name).process_index()
 
 
-def process_count():
-  return 1
+def process_count(backend_name=None):
+  """The number of processes running the program (1 without `jax.distributed`).
+
+  >>> process_count()
+  1
+  """
+  return len({d.process_index for d in backend.devices(backend_name)})
 
 
-host_id, host_count = process_index, process_count
+def host_id(backend_name=None):
+  """2020 name of `process_index`."""
+  return process_index(backend_name)
+
+
+def host_count(backend_name=None):
+  """2020 name of `process_count`."""
+  return process_count(backend_name)
 
 
 def host_ids(backend_name=None):
@@ -158,20 +201,72 @@ def host_ids(backend_name=None):
   >>> host_ids()
   [0]
   """
-  return list(range(process_count()))
+  return list(range(process_count(backend_name)))
+
+
+class default_device:
+  """Context manager (and object) setting the device for uncommitted arrays and
+  computations in this thread; `None` keeps the current one. The global setting is
+  `config.update('jax_default_device', device)`.
+
+  Args:
+    device: a Device (or a platform name, for its first device).
+
+  >>> with default_device(devices()[-1]):   # doctest: +SKIP
+  ...   jnp.ones(3).devices()
+  {CpuDevice(id=3)}
+  """
+
+  def __init__(self, device):
+    if device is not None and not isinstance(device, (backend._jax.Device, str)):
+      raise TypeError(f"default_device expects a Device or a platform name, got {device!r}")
+    self.device = device
+
+  def __enter__(self):
+    backend.push_default_device(self.device)
+    return self
+
+  def __exit__(self, *exc):
+    backend.pop_default_device()
+    return False
 
 
 def device_put(x, device=None):
-  """Transfer a pytree of arrays to `device` (default: the first device)."""
+  """Transfer a pytree of arrays to `device`: a Device or a sharding
+  (`SingleDeviceSharding`, or `PmapSharding` to split the leading axis over its devices).
+
+  With a device the arrays are committed to it: computations on them run there.
+  Without one, values go to the default device, uncommitted.
+
+  >>> y = device_put(np.ones(3), devices()[0]); y.committed
+  True
+  """
+  from tracejax._src.runtime import sharding as sharding_mod
   from tracejax._src.runtime.array import from_numpy
+  if device is not None and not isinstance(device, (backend._jax.Device,
+                                                    sharding_mod.Sharding)):
+    raise TypeError(f"device_put device must be a Device or a Sharding, got {device!r}")
+  target = device
+  if isinstance(device, sharding_mod.SingleDeviceSharding):
+    target = device._device
 
   def put(leaf):
     if isinstance(leaf, Tracer):
       return leaf
-    if isinstance(leaf, Array) and (device is None or leaf.device() == device):
-      return leaf
     aval = avals_mod.get_aval(leaf)
-    return from_numpy(np.asarray(leaf, aval.dtype), weak_type=aval.weak_type, device=device)
+    if isinstance(target, sharding_mod.PmapSharding):
+      return sharding_mod.shard_to_devices(leaf, aval, target._devices, True)
+    if isinstance(target, sharding_mod.Sharding):
+      raise TypeError(f"device_put does not support sharding {target!r} yet")
+    if isinstance(leaf, Array):
+      if target is None:
+        return leaf
+      if leaf.devices() == {target}:
+        return leaf if leaf.committed else from_numpy(
+            np.asarray(leaf), weak_type=aval.weak_type, device=target)
+      return sharding_mod.put_on_device(leaf, target) if leaf.committed else \
+          from_numpy(np.asarray(leaf), weak_type=aval.weak_type, device=target)
+    return from_numpy(np.asarray(leaf, aval.dtype), weak_type=aval.weak_type, device=target)
   return tree_util.tree_map(put, x)
 
 
@@ -450,7 +545,11 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     g = f_vjp(one)
     g = g[0] if isinstance(argnums, int) else g
     g = tree_util.tree_map(_float0_for_ints if allow_int else (lambda x: x), g)
-    g = tree_util.tree_map(_grad_as_array, g, dyn[0] if isinstance(argnums, int) else dyn)
+    g_leaves, g_tree = tree_util.tree_flatten(g)
+    p_leaves = tree_util.tree_leaves(dyn[0] if isinstance(argnums, int) else dyn)
+    if len(g_leaves) == len(p_leaves):
+      g = tree_util.tree_unflatten(g_tree, [_grad_as_array(a, p)
+                                            for a, p in zip(g_leaves, p_leaves)])
     return ((ans, aux), g) if has_aux else (ans, g)
 
   return value_and_grad_f

@@ -312,29 +312,10 @@ def _live_tracers():
   return [o for o in gc.get_objects() if isinstance(o, Tracer)]
 
 
-def _referrer_lines(tracer, skip):
-  lines = []
-  for r in gc.get_referrers(tracer):
-    if any(r is s for s in skip) or type(r).__name__ == "frame":
-      continue
-    if isinstance(r, Trace) or getattr(r, "__self__", None) is not None:
-      continue
-    lines.append(f"<{type(r).__name__} {id(r)}> refers to <{type(tracer).__name__} "
-                 f"{id(tracer)}>")
-  return lines
-
-
-def _held_from_outside(t, *skip):
-  """Whether something other than its trace's records, another tracer, a stack frame
-  or the lists in `skip` refers to tracer `t`."""
-  own = getattr(t._trace, "tracers", None)
-  for r in gc.get_referrers(t):
-    if r is own or any(r is s for s in skip) or isinstance(r, Tracer):
-      continue
-    if type(r).__name__ == "frame":
-      continue
-    return True
-  return False
+# The leak checks themselves live in the staging layer, so that `trace_to_jaxpr` and
+# `vmap` can run them when `jax_check_tracer_leaks` is on.
+_referrer_lines = staging._referrer_lines
+_held_from_outside = staging._held_from_outside
 
 
 def find_leaked_tracers(before_ids=frozenset()):
@@ -350,36 +331,8 @@ def find_leaked_tracers(before_ids=frozenset()):
   return leaked
 
 
-def leak_error(leaked):
-  """The exception JAX raises for leaked tracers (message in JAX's words)."""
-  by_trace = {}
-  for t in leaked:
-    by_trace.setdefault(type(t._trace).__name__, []).append(t)
-  parts = []
-  for name, ts in by_trace.items():
-    body = []
-    for t in ts:
-      body.append(repr(t))
-      # Not the caller's list, nor the trace's own record of the tracers it made.
-      body += _referrer_lines(t, (leaked, getattr(t._trace, "tracers", None),
-                                  *by_trace.values()))
-    parts.append(f"Leaked trace {name}. Leaked tracer(s):\n\n" + "\n".join(body) + "\n")
-  return Exception("\n".join(parts))
-
-
-def check_trace_for_leaks(trace):
-  """Raise the leaked-tracer Exception if a tracer of the finished `trace` is still
-  referenced from anywhere but the trace's own bookkeeping (and stack frames).
-
-  Meant for the end of a transformation, once its caller dropped its own references
-  (the jit/vmap drivers can call it when `jax_check_tracer_leaks` is on)."""
-  gc.collect()
-  candidates = [t for t in gc.get_referrers(trace)
-                if isinstance(t, Tracer) and t._trace is trace]
-  leaked = [t for t in candidates if _held_from_outside(t, candidates)]
-  del candidates
-  if leaked:
-    raise leak_error(leaked)
+leak_error = staging.leak_error
+check_trace_for_leaks = staging.check_trace_for_leaks
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ from tracejax._src.core.trace import Tracer
 from tracejax._src import errors
 from tracejax._src.interpreters import lowering
 from tracejax._src.runtime import backend
+from tracejax._src.runtime import sharding
 from tracejax._src.runtime.array import Array
 
 _cache = {}
@@ -90,22 +91,33 @@ def apply_primitive(prim, *args, **params):
   except TypeError:  # an unhashable parameter (a list, an array): hash a converted copy
     key = (prim, _params_key(params), avals)
     entry = _cache.get(key)
-  if entry is None:
-    entry = _cache[key] = _compile_primitive(prim, avals, params)
-  bufs = [x if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
+  if sharding.needs_placement(args):
+    # Committed inputs (or several devices, or another default device): run where the
+    # committed inputs are, moving the others there.
+    device, committed = sharding.placement(args, prim.name)
+    pkey = (key, device, committed)
+    entry = _cache.get(pkey)
+    if entry is None:
+      entry = _cache[pkey] = _compile_primitive(prim, avals, params, device, committed)
+    bufs = [sharding.on_device(x, a, device, to_buffer) for x, a in zip(args, avals)]
+  else:
+    if entry is None:
+      entry = _cache[key] = _compile_primitive(prim, avals, params)
+    bufs = [x if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
   results = entry.exe.execute(bufs)  # Arrays carrying entry.out_avals
   if config.jax_debug_nans or config.jax_debug_infs:
     check_nans(prim.name, results)
   return results if prim.multiple_results else results[0]
 
 
-def _compile_primitive(prim, avals, params):
+def _compile_primitive(prim, avals, params, device=None, committed=False):
   out_avals = prim.out_avals(list(avals), params)
   invars = [ir.Var(a) for a in avals]
   outvars = [ir.Var(a) for a in out_avals]
   jaxpr = ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, prim, params)])
-  text, _ = lowering.lower_jaxpr(jaxpr, name=prim.name)
-  exe = backend.compile(text, out_avals)
+  platform = device.client.platform if device is not None else None
+  text, _ = lowering.lower_jaxpr(jaxpr, name=prim.name, platform=platform)
+  exe = backend.compile(text, out_avals, device, committed=committed)
   return _Compiled(exe, out_avals)
 
 

@@ -16,7 +16,6 @@ import collections
 import functools
 import inspect
 import time
-import warnings
 import weakref
 
 import numpy as np
@@ -31,6 +30,7 @@ from tracejax._src.core.trace import _ctx as _trace_ctx
 from tracejax._src import dispatch, stages
 from tracejax._src.interpreters import lowering, staging
 from tracejax._src.runtime import backend
+from tracejax._src.runtime import sharding
 from tracejax._src.runtime.array import Array
 
 
@@ -73,10 +73,10 @@ def _xla_call_lowering(ctx, *args, call_jaxpr, **_):
 lowering.register_lowering(xla_call_p, _xla_call_lowering)
 
 
-def _compile_jaxpr(jaxpr, name, donated=None):
+def _compile_jaxpr(jaxpr, name, donated=None, device=None, committed=False):
   text = stages.lower_jaxpr(jaxpr, name, donated)
   out_avals = [v.aval for v in jaxpr.outvars]
-  exe = backend.compile(text, out_avals, name=name)
+  exe = backend.compile(text, out_avals, device, name=name, committed=committed)
   return dispatch._Compiled(exe, out_avals)
 
 
@@ -91,31 +91,16 @@ def _check_nans_op_by_op(jaxpr, consts, args, outs, name):
 
 # ---- static arguments ----
 
-class _IdentityKey:
-  """Stands for an unhashable static argument: equal only to itself."""
-  __slots__ = ("obj",)
-
-  def __init__(self, obj):
-    self.obj = obj
-
-  def __hash__(self):
-    return id(self.obj)
-
-  def __eq__(self, other):
-    return type(other) is _IdentityKey and other.obj is self.obj
-
-
 def _static_key(value, where, fun):
   try:
     hash(value)
     return value
-  except TypeError:
-    warnings.warn(
-        f"Static argument {where} of type {type(value)} for function {util.fun_name(fun)} "
-        "is not hashable; it is compared by identity, so each new object retraces. "
-        "Pass hashable values (tuples, numbers, strings) as static arguments.",
-        stacklevel=4)
-    return _IdentityKey(value)
+  except TypeError as e:
+    # JAX's error (0.10.2 wording): a static argument is part of the cache key.
+    raise ValueError(
+        "Non-hashable static arguments are not supported. An error occurred while trying "
+        f"to hash an object of type {type(value)}, {value}. The error was:\n"
+        f"{type(e).__name__}: {e}\n") from None
 
 
 # ---- the jitted function ----
@@ -273,7 +258,7 @@ class Jitted:
     flags += [False] * len(tree_util.tree_leaves(dkw))
     return flags
 
-  def _compile(self, key, in_tree, in_avals, svals, dyn, dkw):
+  def _compile(self, key, in_tree, in_avals, svals, dyn, dkw, placed=None):
     aot = self._cache.pop(("aot", key), None)  # traced by `.trace()`/`.lower()` already
     if aot is not None:
       jaxpr, consts, out_tree = aot
@@ -284,9 +269,10 @@ class Jitted:
     if any(isinstance(c, Tracer) for c in consts):
       return e  # closes over an outer trace's values: goes through xla_call
     donated = self._donated(dyn, dkw)
-    compiled = _compile_jaxpr(jaxpr, self._name, donated)
+    compiled = _compile_jaxpr(jaxpr, self._name, donated, *(placed or ()))
     e.exe, e.out_avals = compiled.exe, compiled.out_avals
-    e.const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c)) for c in consts]
+    dev = placed[0] if placed else None
+    e.const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c), dev) for c in consts]
     self._cache[key] = e
     return e
 
@@ -318,13 +304,25 @@ class Jitted:
       return self.fun(*args, **kwargs), None, 0  # the function's own error message
     in_avals = tuple([_arg_aval(x, self.fun, i) for i, x in enumerate(leaves)])
     key = (in_tree, skey, in_avals, tuple([getattr(config, f) for f in _TRACE_FLAGS]))
+    placed = None
+    if self.device is not None or self.backend is not None or \
+        sharding.needs_placement(leaves):
+      # Where committed inputs are (or `device=`): runtime/sharding.py decides.
+      placed = sharding.placement(leaves, self._name, self._requested_device(), lambda: (
+          stages.leaf_names(self._sig, self._dyn_positions(len(args), svals), dyn, dkw)))
+      key = key[:3] + (key[3] + (placed,),)
     e = self._cache.get(key)
     if e is None:
       if config.jax_explain_cache_misses:
         self._explain_miss(key, args, dyn, dkw, svals)
-      e = self._compile(key, in_tree, in_avals, svals, dyn, dkw)
+      e = self._compile(key, in_tree, in_avals, svals, dyn, dkw, placed)
       if not hasattr(e, "exe"):
         return self._call_traced(leaves, in_tree, skey, svals, e), None, 0
+    if placed is not None:
+      bufs = e.const_bufs + [sharding.on_device(x, a, placed[0], dispatch.to_buffer)
+                             for x, a in zip(leaves, in_avals)]
+      outs = e.exe.execute(bufs)
+      return tree_util.tree_unflatten(e.out_tree, outs), None, len(leaves)
     if self.donate_argnums:  # donated inputs need buffers of their own (see _private_buffer)
       bufs = e.const_bufs + [x if type(x) is Array else _private_buffer(x, a)
                              for x, a in zip(leaves, in_avals)]
@@ -336,6 +334,13 @@ class Jitted:
       _check_nans_op_by_op(e.jaxpr, e.consts, leaves, outs, self._name)
     reusable = None if self.donate_argnums else e
     return tree_util.tree_unflatten(e.out_tree, outs), reusable, len(leaves)
+
+  def _requested_device(self):
+    if self.device is not None:
+      return self.device
+    if self.backend is not None:
+      return backend.local_devices(self.backend)[0]
+    return None
 
   def _call_traced(self, leaves, in_tree, skey, svals, entry=None):
     in_avals = tuple(avals_mod.raise_to_shaped(avals_mod.get_aval(x)) for x in leaves)

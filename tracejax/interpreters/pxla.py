@@ -5,11 +5,15 @@
 * `xla_pmap_p` is the primitive that a `pmap` appears as in jaxprs.
 * `xla_pmap(fun, *args, axis_name=..., axis_size=...)` maps a function of flat
   arrays over the leading axis of every argument, as `pmap` does.
-Re-exports from `tracejax/_src/pmap.py`.
+* `PmapSharding` is the sharding of a pmap result; `replica_groups` the replica groups of
+  a collective over named axes.
+Re-exports from `tracejax/_src/interpreters/pxla.py`.
 """
 # flake8: noqa: F401
-from tracejax._src.pmap import pmap as _pmap
-from tracejax._src.pmap import xla_pmap_p as xla_pmap_p
+from tracejax._src.interpreters.pxla import pmap as _pmap
+from tracejax._src.interpreters.pxla import xla_pmap_p as xla_pmap_p
+from tracejax._src.lax.parallel import replica_groups as replica_groups
+from tracejax._src.runtime.sharding import PmapSharding as PmapSharding
 from tracejax._src.runtime.array import Array as ShardedDeviceArray
 
 

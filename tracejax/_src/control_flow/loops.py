@@ -41,13 +41,14 @@ def while_loop(cond_fun, body_fun, init_val):
   leaves, in_tree = tree_util.tree_flatten(init_val)
   args_tree = tree_util.tree_structure((init_val,))
   avals = [common.aval_of(x) for x in leaves]
+  cj, cconsts, ctree = common.trace_fun(cond_fun, args_tree, avals)
   bj, bconsts, btree = common.trace_fun(body_fun, args_tree, avals)
   if btree == in_tree:
     leaves, promoted = _promote_weak_carry(leaves, avals, bj.out_avals)
-    if promoted:  # retrace at the promoted carry types
+    if promoted:  # retrace both at the promoted carry types
       avals = [common.aval_of(x) for x in leaves]
+      cj, cconsts, ctree = common.trace_fun(cond_fun, args_tree, avals)
       bj, bconsts, btree = common.trace_fun(body_fun, args_tree, avals)
-  cj, cconsts, ctree = common.trace_fun(cond_fun, args_tree, avals)
   if ctree.num_leaves != 1 or ctree.num_nodes != 1:
     raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {ctree}.")
   if cj.out_avals[0].shape != () or cj.out_avals[0].dtype != np.bool_:

@@ -147,4 +147,9 @@ def vmap_flat(fun, axis_size, args, in_dims, out_dims_fn, axis_name=None):
       res.append(v)
     else:
       res.append(matchaxis(v, d, w, axis_size))
+  from tracejax._src.config import config
+  if config.jax_check_tracer_leaks:
+    from tracejax._src.interpreters.staging import check_trace_for_leaks
+    ins = outs = o = v = None  # our own references are not leaks
+    check_trace_for_leaks(trace)
   return res

@@ -67,30 +67,58 @@ def _pmap_devices(n, devices, backend_name):
 # ---- compiling the body as a replicated program ----
 
 class _Compiled:
-  """A body compiled for `devices`: run it on per-device argument Arrays."""
-  __slots__ = ("exe", "devices", "out_avals", "n")
+  """A body compiled for `devices`: run it on per-device argument Arrays (after
+  `const_bufs`, constants of the program, replicated)."""
+  __slots__ = ("exe", "devices", "out_avals", "n", "const_bufs")
 
-  def __init__(self, exe, devices, out_avals):
+  def __init__(self, exe, devices, out_avals, const_bufs):
     self.exe, self.devices, self.out_avals, self.n = exe, devices, out_avals, len(devices)
+    self.const_bufs = const_bufs
+
+  def execute(self, bufs):
+    return self.exe.execute(self.const_bufs + bufs)
 
 
 _compiled_cache = {}   # (id(call_jaxpr), ...) -> (call_jaxpr, _Compiled)
 
 
-def _compile(call_jaxpr, axis_name, devices, name):
-  key = (id(call_jaxpr), axis_name, devices)
+def _block_jaxpr(call_jaxpr, mapped, axis_name, n):
+  """The program each device runs: mapped inputs and every output are blocks of shape
+  (1, *member shape), as in JAX, so that a device's buffer is exactly its slice of the
+  global array (and a one-device result reads as the global array)."""
+  from tracejax._src.lax import structural
+  avals = _member_avals(call_jaxpr)
+  in_avals = [a.update(shape=(1,) + tuple(a.shape)) if m else a
+              for a, m in zip(avals, mapped)]
+
+  def f(*xs):
+    xs = [structural.reshape(x, tuple(a.shape)) if m else x
+          for x, a, m in zip(xs, avals, mapped)]
+    outs = ir.eval_jaxpr(call_jaxpr, [], *xs)
+    return [structural.reshape(o, (1,) + tuple(v.aval.shape))
+            for o, v in zip(outs, call_jaxpr.outvars)]
+
+  with parallel.extend_axis_env(axis_name, n):
+    return staging.trace_to_jaxpr(f, in_avals)
+
+
+def _compile(call_jaxpr, axis_name, devices, name, mapped):
+  key = (id(call_jaxpr), axis_name, devices, tuple(mapped))
   hit = _compiled_cache.get(key)
   if hit is not None and hit[0] is call_jaxpr:
     return hit[1]
   n = len(devices)
   platform = devices[0].client.platform
-  text, _ = lowering.lower_jaxpr(call_jaxpr, name=f"pmap_{name}", platform=platform,
+  jaxpr, consts = _block_jaxpr(call_jaxpr, mapped, axis_name, n)
+  text, _ = lowering.lower_jaxpr(jaxpr, name=f"pmap_{name}", platform=platform,
                                  num_replicas=n, axis_env=((axis_name, n),))
   out_avals = [v.aval.update(shape=(n,) + tuple(v.aval.shape)) for v in call_jaxpr.outvars]
-  psharding = sharding_mod.PmapSharding(devices)
+  psharding = sharding_mod.pmap_sharding(devices)
   exe = xb.compile(text, out_avals, devices=devices, num_replicas=n, committed=True,
                    out_shardings=[psharding] * len(out_avals), name=f"pmap_{name}")
-  c = _Compiled(exe, devices, out_avals)
+  const_bufs = [sharding_mod.shard_to_devices(c, get_aval(c), devices, False)
+                for c in consts]
+  c = _Compiled(exe, devices, out_avals, const_bufs)
   if len(_compiled_cache) > 4096:
     _compiled_cache.clear()
   _compiled_cache[key] = (call_jaxpr, c)
@@ -100,7 +128,7 @@ def _compile(call_jaxpr, axis_name, devices, name):
 def _execute(compiled, args, mapped_invars):
   bufs = [sharding_mod.shard_to_devices(x, _global_aval(x), compiled.devices, m)
           for x, m in zip(args, mapped_invars)]
-  return compiled.exe.execute(bufs)
+  return compiled.execute(bufs)
 
 
 def _global_aval(x):
@@ -112,7 +140,8 @@ def _global_aval(x):
 def _xla_pmap_impl(*args, call_jaxpr, axis_name, axis_size, mapped_invars, devices, backend,
                    name, **_):
   devs = _pmap_devices(axis_size, devices, backend)
-  return _execute(_compile(call_jaxpr, axis_name, devs, name), args, mapped_invars)
+  return _execute(_compile(call_jaxpr, axis_name, devs, name, mapped_invars), args,
+                  mapped_invars)
 
 
 xla_pmap_p.def_impl(_xla_pmap_impl)
@@ -378,6 +407,10 @@ class PmapFunction:
   # -- calling --
 
   def __call__(self, *args, **kwargs):
+    return self._call_with_entry(args, kwargs)[0]
+
+  def _call_with_entry(self, args, kwargs):
+    """(output, the cache entry that ran, or None under a transformation)."""
     dyn, skey, static = self._split(args)
     leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
     if _trace_ctx.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
@@ -391,11 +424,11 @@ class PmapFunction:
       if e is None:
         e = self._build(args, static, in_tree, leaves, dyn, kwargs)
         if e is None:   # the body closes over traced values: stage it
-          return self._call_traced(args, static, in_tree, leaves, dyn, kwargs)
+          return self._call_traced(args, static, in_tree, leaves, dyn, kwargs), None
         if key is not None:
           self._cache[key] = e
-      return self._run(e, leaves)
-    return self._call_traced(args, static, in_tree, leaves, dyn, kwargs)
+      return self._run(e, leaves), e
+    return self._call_traced(args, static, in_tree, leaves, dyn, kwargs), None
 
   def _build(self, args, static, in_tree, leaves, dyn, kwargs):
     dims = self._in_dims(dyn, kwargs, in_tree, static)
@@ -411,8 +444,8 @@ class PmapFunction:
     if any(isinstance(c, Tracer) for c in consts):
       return None
     e = _Entry()
-    e.compiled = _compile(body, self._anon, devices, self._name)
-    e.mapped = [d is not None for d in dims]
+    e.mapped = [False] * len(consts) + [d is not None for d in dims]
+    e.compiled = _compile(body, self._anon, devices, self._name, e.mapped)
     e.dims = [d if d is None else d % max(np.ndim(x), 1) for x, d in zip(leaves, dims)]
     e.const_bufs = [sharding_mod.shard_to_devices(c, get_aval(c), devices, False)
                     for c in consts]
@@ -432,7 +465,7 @@ class PmapFunction:
       else:  # the mapped axis is not leading: move it first (on the host)
         v = np.moveaxis(np.asarray(x), d, 0)
         bufs.append(sharding_mod.shard_to_devices(v, get_aval(v), devices, True))
-    outs = e.compiled.exe.execute(bufs)
+    outs = e.compiled.execute(bufs)
     return tree_util.tree_unflatten(e.out_tree, [_out_axis(o, d, a) for o, d, a in
                                                  zip(outs, e.out_dims, e.per_out_avals)])
 
@@ -466,8 +499,8 @@ def _out_axis(o, d, per_aval):
     return o
   if d is None:  # every member computed the same value: take the first device's
     buf = o._arrays[0]
-    return Array(per_aval, xb.sharding_for(sharding_mod.device_of_single(buf)), [buf],
-                 True, True)
+    return xb.device_put(np.ascontiguousarray(xb.to_numpy(buf)[0]),
+                         sharding_mod.device_of_single(buf), per_aval)
   return xb.device_put(np.ascontiguousarray(np.moveaxis(np.asarray(o), 0, d)),
                        aval=o.aval.update(shape=tuple(np.moveaxis(
                            np.empty(o.shape, np.bool_), 0, d).shape)))
@@ -521,5 +554,33 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     raise TypeError(f"pmap static_broadcasted_argnums must be an int or a tuple of ints, "
                     f"got {static_broadcasted_argnums!r}") from None
   _check_axis("axis_size", axis_size)
-  return PmapFunction(fun, axis_name, in_axes, out_axes, static, devices, backend,
-                      axis_size, donate_argnums)
+  pf = PmapFunction(fun, axis_name, in_axes, out_axes, static, devices, backend,
+                    axis_size, donate_argnums)
+  if in_axes == 0 and out_axes == 0 and not static and type(in_axes) is int:
+    return _cpp_pmap(pf)
+  return pf
+
+
+def _cpp_pmap(pf):
+  """jaxlib's C++ dispatcher in front of `pf` (every argument and output mapped over
+  axis 0): once a signature is compiled, a call whose arguments are already split over
+  the devices (a previous pmap's outputs) runs without entering Python; NumPy arguments
+  are split by `PmapSharding._shard_arg`. Anything else reaches `pf` (cache_miss)."""
+
+  def cache_miss(*args, **kwargs):
+    out, e = pf._call_with_entry(args, kwargs)
+    fastpath = None
+    if e is not None and all(d == 0 for d in e.dims) and all(d == 0 for d in e.out_dims):
+      psh = sharding_mod.pmap_sharding(e.compiled.devices)
+      consts = e.compiled.const_bufs + e.const_bufs
+      n_in = len(consts) + len(e.dims)
+      out_treedef = xb.pytree_registry.flatten(out)[1]
+      fastpath = xb.fastpath_data_sharded(e.compiled.exe, out_treedef, [psh] * n_in,
+                                          [psh] * len(e.out_dims), consts)
+    return out, fastpath, False
+
+  # `pf` as the function: under `disable_jit` the C++ dispatcher calls it directly.
+  f = xb.make_cpp_jit(f"pmap_{pf._name}", pf, cache_miss, (), (), ("pmap", id(pf)))
+  f = functools.wraps(pf.fun)(f)
+  f._pmapped = pf
+  return f

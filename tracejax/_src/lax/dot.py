@@ -466,3 +466,79 @@ def _bcast_2d(x, shape, d0, d1):
   if d0 > d1:
     x, d0, d1 = transpose(x, (1, 0)), d1, d0
   return structural.broadcast_in_dim(x, tuple(shape), (d0, d1))
+
+
+# =============================================================================
+# scaled_dot: a block-scaled matmul (each run of `subchannel` contraction entries
+# shares one scale), as the narrow float formats (MX) use
+# =============================================================================
+
+def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None,
+               preferred_element_type=None):
+  """`(lhs * lhs_scale) @ (rhs * rhs_scale)` accumulated in `preferred_element_type`, where
+  each scale entry covers a run of consecutive entries along the contracting dimension.
+  The scaled operands are formed in bfloat16, as JAX does on CPU.
+
+  Args:
+    lhs, rhs: the operands (often float8).
+    lhs_scale, rhs_scale: the scales (None: 1), of the operands' shapes except along the
+      contracting dimension, whose size divides the operand's (the runs' length is the
+      ratio).
+    dimension_numbers: as for `dot_general`, with one contracting dimension per side;
+      default `(((1,), (0,)), ((), ()))` for 2-D operands and `(((2,), (1,)), ((0,),
+      (0,)))` for 3-D ones.
+    preferred_element_type: the dtype of the products and the result (default
+      bfloat16).
+
+  >>> scaled_dot(jnp.ones((1, 4)), jnp.ones((4, 1)), lhs_scale=jnp.array([[1., 2.]]),
+  ...            preferred_element_type=jnp.float32)
+  DeviceArray([[6.]], dtype=float32)
+  """
+  from tracejax._src.lax import elementwise
+  lhs_nd = len(np.shape(lhs))
+  if dimension_numbers is None:
+    if lhs_nd == 2:
+      dimension_numbers = (((1,), (0,)), ((), ()))
+    elif lhs_nd == 3:
+      dimension_numbers = (((2,), (1,)), ((0,), (0,)))
+    else:
+      raise ValueError("scaled_dot needs dimension_numbers for operands of rank "
+                       f"{lhs_nd} (defaults exist for rank 2 and 3).")
+  (lc, rc), (lb, rb) = dimension_numbers
+  if len(lc) != 1 or len(rc) != 1:
+    raise ValueError("scaled_dot supports exactly one contracting dimension per operand, "
+                     f"got {dimension_numbers}.")
+  dtype = dtypes.canonicalize_dtype(preferred_element_type if preferred_element_type
+                                    is not None else dtypes.bfloat16)
+  if not dtypes.issubdtype(dtype, np.floating):
+    raise TypeError(f"scaled_dot preferred_element_type must be a float type, got {dtype}.")
+
+  # JAX 0.10.2 (without a native block-scaled dot) rounds operands and scales to
+  # bfloat16 and multiplies them there, then contracts in `dtype`: so does tracejax,
+  # to give the same numbers.
+  work = np.dtype(dtypes.bfloat16)
+
+  def scaled(x, scale, c, name):
+    x = elementwise.convert_element_type(x, work)
+    if scale is None:
+      return x
+    xs, ss = tuple(np.shape(x)), tuple(np.shape(scale))
+    if len(ss) != len(xs) or any(a != b for i, (a, b) in enumerate(zip(xs, ss)) if i != c):
+      raise ValueError(f"scaled_dot {name}_scale of shape {ss} must match the operand's "
+                       f"shape {xs} except along the contracting dimension {c}.")
+    if ss[c] == 0 or xs[c] % ss[c]:
+      raise ValueError(f"scaled_dot: the contracting size {xs[c]} of {name} must be a "
+                       f"multiple of {name}_scale's {ss[c]}.")
+    run = xs[c] // ss[c]
+    s = elementwise.convert_element_type(scale, work)
+    # repeat each scale `run` times along c: broadcast a new axis after c, then merge
+    from tracejax._src.lax import structural
+    expanded = ss[:c + 1] + (run,) + ss[c + 1:]
+    s = structural.broadcast_in_dim(s, expanded, tuple(i for i in range(len(ss) + 1)
+                                                        if i != c + 1))
+    s = structural.reshape(s, xs)
+    return elementwise.mul(x, s)
+
+  a = scaled(lhs, lhs_scale, lc[0], "lhs")
+  b = scaled(rhs, rhs_scale, rc[0], "rhs")
+  return dot_general(a, b, dimension_numbers, preferred_element_type=dtype)

@@ -44,6 +44,7 @@ from tracejax._src.lax.utils import standard_primitive
 __all__ = [
     "reduce_window", "reduce_window_p", "reduce_window_sum_p", "reduce_window_max_p",
     "reduce_window_min_p", "select_and_gather_add_p", "select_and_scatter_add_p",
+    "select_and_scatter_p",
     "reduce_window_shape_tuple",
     "cumsum", "cumsum_p", "cumprod", "cumprod_p", "cummax", "cummax_p", "cummin",
     "cummin_p", "cumlogsumexp", "cumlogsumexp_p",
@@ -809,3 +810,102 @@ def _reduce_window_logaddexp(operand, window_dimensions, window_strides, padding
 cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", utils._float,
                                        _reduce_window_logaddexp)
 ad.primitive_jvps[cumlogsumexp_p] = _cumulative_jvp_rule(_logaddexp)
+
+
+# =============================================================================
+# select_and_scatter: XLA's SelectAndScatter with user select/scatter computations
+# =============================================================================
+
+def _select_and_scatter(operand, select, source, init_value, window_dimensions,
+                        window_strides, padding, scatter):
+  """XLA's SelectAndScatter: in each window of `operand`, `select(a, b)` (a scalar bool:
+  keep `a`?) picks one position, where the window's element of `source` is combined
+  with `scatter(acc, s)` into an output that starts as `init_value`.
+
+  Args:
+    operand: the array windowed over.
+    select: a function of two scalars of operand's dtype to a bool scalar.
+    source: one value per window (the shape of the windowed reduction).
+    init_value: a scalar of source's dtype.
+    window_dimensions, window_strides, padding: as for `reduce_window`.
+    scatter: a function of two scalars of source's dtype to one.
+
+  (`select_and_scatter_p` is the primitive JAX exports; this is its constructor.)
+  """
+  from tracejax._src.core.avals import ShapedArray
+  from tracejax._src.core.trace import eval_trace, set_current_trace
+  from tracejax._src.interpreters import staging
+  x_aval, s_aval = _aval(operand), _aval(source)
+  params = _window_params("select_and_scatter", x_aval.shape, window_dimensions,
+                          window_strides, padding)
+  with set_current_trace(eval_trace):
+    sel, sel_consts = staging.trace_to_jaxpr(
+        lambda a, b: [select(a, b)], [ShapedArray((), x_aval.dtype)] * 2)
+    sca, sca_consts = staging.trace_to_jaxpr(
+        lambda a, b: [scatter(a, b)], [ShapedArray((), s_aval.dtype)] * 2)
+  if sel_consts or sca_consts:
+    raise TypeError("select_and_scatter: select and scatter must not close over arrays.")
+  return select_and_scatter_p.bind(
+      operand, source, init_value, select_jaxpr=sel, select_consts=(), scatter_jaxpr=sca,
+      scatter_consts=(), window_dimensions=params["window_dimensions"],
+      window_strides=params["window_strides"], padding=params["padding"])
+
+
+def _select_and_scatter_shape_rule(operand, source, init_value, *, select_jaxpr,
+                                   select_consts, scatter_jaxpr, scatter_consts,
+                                   window_dimensions, window_strides, padding):
+  ones = (1,) * operand.ndim
+  expected = _common_reduce_window_shape_rule("select_and_scatter", operand,
+                                              window_dimensions=window_dimensions,
+                                              window_strides=window_strides, padding=padding,
+                                              base_dilation=ones, window_dilation=ones)
+  if source.shape != expected:
+    raise TypeError("select_and_scatter source must have the shape of the windowed "
+                    f"reduction of operand, {expected}, got {source.shape}.")
+  if init_value.shape != () or init_value.dtype != source.dtype:
+    raise TypeError("select_and_scatter init_value must be a scalar of source's dtype, got "
+                    f"{init_value.str_short()}.")
+  if select_jaxpr.out_avals[0].dtype != np.bool_:
+    raise TypeError("select_and_scatter select must return a bool scalar.")
+  return operand.shape
+
+
+def _select_and_scatter_batch_rule(args, dims, **params):
+  x, s, init = args
+  if dims[2] is not None:
+    raise NotImplementedError("vmap of select_and_scatter over its init_value is not "
+                              "supported (XLA takes one scalar).")
+  size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
+  x = utils.bdim_at_front(x, dims[0], size)
+  s = utils.bdim_at_front(s, dims[1], size)
+  params = dict(params, window_dimensions=(1,) + tuple(params["window_dimensions"]),
+                window_strides=(1,) + tuple(params["window_strides"]),
+                padding=((0, 0),) + tuple(params["padding"]))
+  return select_and_scatter_p.bind(x, s, init, **params), 0
+
+
+def _select_and_scatter_lowering(ctx, operand, source, init_value, *, select_jaxpr,
+                                 select_consts, scatter_jaxpr, scatter_consts,
+                                 window_dimensions, window_strides, padding):
+  x_aval, s_aval, _ = ctx.avals_in
+  op = hlo.SelectAndScatterOp(mlir.aval_to_ir_type(ctx.avals_out[0]), operand, source,
+                              init_value, window_dimensions=list(window_dimensions),
+                              window_strides=list(window_strides),
+                              padding=_padding_attr(padding))
+  st = _scalar_type(x_aval.dtype)
+  select = op.select.blocks.append(st, st)
+  with ir.InsertionPoint(select):
+    hlo.return_(mlir.jaxpr_subcomp(ctx.module_context, select_jaxpr, [],
+                                   list(select.arguments)))
+  sst = _scalar_type(s_aval.dtype)
+  scatter = op.scatter.blocks.append(sst, sst)
+  with ir.InsertionPoint(scatter):
+    hlo.return_(mlir.jaxpr_subcomp(ctx.module_context, scatter_jaxpr, [],
+                                   list(scatter.arguments)))
+  return [op.result]
+
+
+select_and_scatter_p = standard_primitive(
+    _select_and_scatter_shape_rule, lambda x, s, i, **_: s.dtype, "select_and_scatter")
+batching.primitive_batchers[select_and_scatter_p] = _select_and_scatter_batch_rule
+mlir.register_lowering(select_and_scatter_p, _select_and_scatter_lowering)

@@ -450,7 +450,7 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
   client = device.client
   devlist = _jax.DeviceList(devices)
   assignment = None
-  if len(devices) > 1:  # replica i runs on devices[i]
+  if len(devices) > 1 or device.id != 0:  # replica i runs on devices[i]
     assignment = xc.DeviceAssignment.create(
         np.array([d.id for d in devices], np.int32).reshape(len(devices), 1))
   opts = _compile_options(num_replicas, device_assignment=assignment, compiler_options=copts)
@@ -762,7 +762,11 @@ _jit_cache = _jax.PjitFunctionCache(capacity=8192)
 
 
 def _shard_arg_fallback(x, sharding, layout=None, copy_semantics=None):
-  """An argument the C++ path cannot place itself (a NumPy array of an exotic type)."""
+  """An argument the C++ path cannot place itself (a NumPy array of an exotic type, or
+  any non-Array for a Python sharding, which places it with its `_shard_arg`)."""
+  shard_arg = getattr(sharding, "_shard_arg", None)
+  if shard_arg is not None:
+    return shard_arg(x)
   x = np.asarray(x)
   return device_put(x, sharding._device)
 
@@ -797,6 +801,17 @@ def fastpath_data(exe, out_treedef, n_args, const_bufs):
   return _FastpathFields(exe.exe, out_treedef, [sh] * n_in, [sh] * n_out,
                          list(exe.out_avals), [exe.committed] * n_out, [True] * n_in,
                          [None] * n_in, list(const_bufs))
+
+
+def fastpath_data_sharded(exe, out_treedef, in_shardings, out_shardings, const_bufs):
+  """`fastpath_data` for a program over several devices (pmap's): the shardings of its
+  inputs (constants first) and outputs are given."""
+  if exe.effectful:
+    return None
+  n_in, n_out = len(in_shardings), len(out_shardings)
+  return _FastpathFields(exe.exe, out_treedef, list(in_shardings), list(out_shardings),
+                         list(exe.out_avals), [True] * n_out, [True] * n_in, [None] * n_in,
+                         list(const_bufs))
 
 
 # ---- portable StableHLO artifacts (jax.export) and the profiler (jax.profiler) ----

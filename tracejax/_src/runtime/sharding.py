@@ -9,7 +9,7 @@ read it. So tracejax builds on them:
   JAX's `Sharding` interface attached (as JAX does);
 * `PmapSharding` subclasses jaxlib's `Sharding` base in Python: an array whose
   leading axis is split over devices one index per device, each shard holding
-  one member's value (the leading axis squeezed): what `pmap` consumes and returns.
+  one member's block of shape (1, ...): what `pmap` consumes and returns.
 
 The later SPMD shardings (`Mesh`, `NamedSharding`, `PartitionSpec`, GSPMD's
 `HloSharding`) belong here too and build on jaxlib's `NamedSharding`/`GSPMDSharding`
@@ -46,6 +46,11 @@ for _name, _value in {
     "devices_indices_map": _sds_devices_indices_map,
     "shard_shape": lambda self, global_shape: tuple(global_shape),
     "__repr__": _sds_repr,
+    # Equal when they name the same device and memory (jaxlib's compare identity).
+    "__eq__": lambda self, other: (type(other) is SingleDeviceSharding and
+                                   other._device == self._device and
+                                   other._memory_kind == self._memory_kind),
+    "__hash__": lambda self: hash((self._device, self._memory_kind)),
 }.items():
   setattr(SingleDeviceSharding, _name, _value)
 del _name, _value
@@ -55,14 +60,14 @@ del _name, _value
 
 class PmapSharding(Sharding):
   """The sharding of a `pmap`ped array: index i of the leading axis lives on `devices[i]`,
-  as an array of the remaining shape.
+  as a block of shape (1, *rest) (as in JAX).
 
   Args:
     devices: the devices, one per index of the leading axis.
 
   >>> s = PmapSharding(jax.devices()[:2])   # doctest: +SKIP
   >>> s.shard_shape((2, 3))                 # doctest: +SKIP
-  (3,)
+  (1, 3)
   """
 
   def __init__(self, devices):
@@ -109,23 +114,29 @@ class PmapSharding(Sharding):
     return len(self.addressable_devices) == len(self._devices)
 
   def devices_indices_map(self, global_shape):
-    """{device: index}: device i holds `x[i]` (an integer index: the axis is squeezed)."""
+    """{device: index}: device i holds `x[i:i+1]`."""
     self._check_shape(global_shape)
     rest = (slice(None),) * (len(global_shape) - 1)
-    return {d: (i,) + rest for i, d in enumerate(self._devices)}
+    return {d: (slice(i, i + 1),) + rest for i, d in enumerate(self._devices)}
 
   def shard_shape(self, global_shape):
     self._check_shape(global_shape)
-    return tuple(global_shape[1:])
+    return (1,) + tuple(global_shape[1:])
 
   def _check_shape(self, global_shape):
     if not global_shape or global_shape[0] != len(self._devices):
       raise ValueError(f"PmapSharding over {len(self._devices)} devices needs a leading "
                        f"axis of that size, got shape {tuple(global_shape)}")
 
+  def _shard_arg(self, x):
+    """A non-Array argument (NumPy, scalar) split over the devices (for jaxlib's C++
+    dispatch, which asks the sharding to place what it cannot)."""
+    from tracejax._src.core.avals import get_aval
+    return shard_to_devices(x, get_aval(x), self._devices, True)
+
   def _to_xla_hlo_sharding(self, num_dimensions):
-    # Each device holds a whole (squeezed) member: for XLA each replica's argument is
-    # unpartitioned.
+    # Each device holds one member's block: for XLA (replicas) each replica's argument
+    # is unpartitioned.
     return xc.HloSharding.replicate()
 
   def __eq__(self, other):
@@ -136,6 +147,19 @@ class PmapSharding(Sharding):
 
   def __repr__(self):
     return f"PmapSharding(devices={[d.id for d in self._devices]})"
+
+
+_pmap_shardings = {}
+
+
+def pmap_sharding(devices):
+  """The PmapSharding over `devices`, one object per device tuple: jaxlib's C++
+  dispatch recognizes an argument already placed by comparing sharding objects."""
+  devices = tuple(devices)
+  s = _pmap_shardings.get(devices)
+  if s is None:
+    s = _pmap_shardings[devices] = PmapSharding(devices)
+  return s
 
 
 # ---- shards of an array ----
@@ -185,7 +209,7 @@ def assemble_numpy(x):
   s = x._sharding
   if isinstance(s, PmapSharding):
     parts = [np.asarray(backend.to_numpy(b)) for b in x._arrays]
-    return np.stack(parts) if parts else np.zeros(x.shape, x.dtype)
+    return np.concatenate(parts) if parts else np.zeros(x.shape, x.dtype)
   out = np.empty(x.shape, x.dtype)
   for sh in shards(x):
     out[sh.index] = backend.to_numpy(sh.data)
@@ -204,7 +228,8 @@ def _describe(x, where):
 
 def committed_device(args, name, names=None):
   """The device of the committed single-device Arrays among `args` (None if there are
-  none); a ValueError, in JAX's words, when they are on different devices.
+  none); a ValueError, in JAX's words, when they are on different devices. `names`:
+  the arguments' names for that message (a list, or a function returning one).
 
   Multi-device arrays (pmap results) do not pin a single-device computation: their
   value is gathered to wherever it runs."""
@@ -220,6 +245,7 @@ def committed_device(args, name, names=None):
     if found is None:
       found, where = d, (x, i)
     elif d != found:
+      names = names() if callable(names) else names
       a = names[where[1]] if names else where[1]
       b = names[i] if names else i
       raise ValueError(
@@ -255,6 +281,43 @@ def shard_to_devices(x, aval, devices, mapped):
     v = np.asarray(x, aval.dtype)
   n = len(devices)
   if mapped:
-    return backend.put_shards([np.ascontiguousarray(v[i]) for i in range(n)], devices, aval,
-                              PmapSharding(devices))
+    return backend.put_shards([np.ascontiguousarray(v[i:i + 1]) for i in range(n)], devices,
+                              aval, pmap_sharding(devices))
   return backend.put_shards([np.ascontiguousarray(v)] * n, devices, aval)
+
+
+def placement(args, name, requested=None, names=None):
+  """(device, committed) of a single-device computation on `args`: the device of its
+  committed inputs, else `requested` (jit's `device=`), else the default device.
+
+  A ValueError names the devices when committed inputs disagree (or disagree with
+  `requested`)."""
+  dev = committed_device(args, name, names)
+  if dev is None:
+    if requested is not None:
+      return requested, True
+    return backend.default_device(), False
+  if requested is not None and requested != dev:
+    raise ValueError(f"Received incompatible devices for jitted computation. Got "
+                     f"device={requested} for {name} and committed arguments on {dev}")
+  return dev, True
+
+
+def needs_placement(args):
+  """Whether any Array among `args` is committed or spread over several devices, or the
+  default device has been changed: only then does placement need working out."""
+  for x in args:
+    if type(x) is backend.ArrayImpl and (x._committed or
+                                         type(x._sharding) is not SingleDeviceSharding):
+      return True
+  return backend.default_device() is not backend._default_device
+
+
+def on_device(x, aval, device, to_buffer):
+  """Argument `x` as a buffer on `device` (moving an Array that lives elsewhere)."""
+  if type(x) is backend.ArrayImpl:
+    s = x._sharding
+    if type(s) is SingleDeviceSharding and s._device == device:
+      return x
+    return put_on_device(x, device)
+  return to_buffer(x, aval, device)

@@ -394,7 +394,7 @@ _ALIASES = {
 
 
 def get_window(window, nx):
-  """The periodic window `window` (a name, `(name, *params)` or a float Kaiser beta) of length nx."""
+  """The periodic window `window` of length nx: a name, `(name, *params)` or a Kaiser beta."""
   if isinstance(window, (int, float)) and not isinstance(window, bool):
     name, params = "kaiser", (float(window),)
   elif isinstance(window, str):

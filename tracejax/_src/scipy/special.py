@@ -184,16 +184,27 @@ def ndtri(p):
 
 
 def log_ndtr(x, series_order=3):
-  """log of the standard normal CDF, accurate in both tails."""
+  """log of the standard normal CDF, accurate in both tails.
+
+  Args:
+    x: the argument.
+    series_order: terms of the asymptotic series used far in the lower tail (static int).
+
+  >>> log_ndtr(0.)
+  Array(-0.6931472, dtype=float32)
+  """
   import tracejax.numpy as jnp
+  if isinstance(series_order, bool) or not isinstance(series_order, (int, np.integer)) \
+      or series_order < 0:
+    raise ValueError(f"log_ndtr: series_order must be a non-negative int, got "
+                     f"{series_order!r}")
   x, = _promote_inexact(x)
   lower = -20. if x.dtype == np.float64 else -10.
-  upper = 8. if x.dtype == np.float64 else 5.
-  # Moderate x: log of the CDF directly; large x: log1p(-sf); very negative x: the
-  # asymptotic series of the Mills ratio.
-  safe_mid = jnp.clip(x, lower, upper)
+  # x > 0: log1p(-Phi(-x)) (Phi(-x) is accurate from erfc); lower <= x <= 0: log Phi(x);
+  # very negative x: the asymptotic series of the Mills ratio.
+  safe_mid = jnp.clip(x, lower, 0.)
   mid = jnp.log(ndtr(safe_mid))
-  hi = jnp.log1p(-ndtr(-jnp.maximum(x, upper)))
+  hi = jnp.log1p(-ndtr(-jnp.maximum(x, 0.)))
   xl = jnp.minimum(x, lower)
   x2 = xl * xl
   series, term, sign = jnp.ones_like(xl), jnp.ones_like(xl), 1.
@@ -202,14 +213,19 @@ def log_ndtr(x, series_order=3):
     sign = -sign
     series = series + sign * term
   lo = -0.5 * x2 - jnp.log(-xl) - 0.5 * np.log(2 * np.pi) + jnp.log(series)
-  return jnp.where(x > upper, hi, jnp.where(x < lower, lo, mid))
+  return jnp.where(x > 0, hi, jnp.where(x < lower, lo, mid))
 
 
 def _norm_axes(axis, ndim, name="axis"):
   """`axis` (None, an int or a tuple) as a sorted tuple of non-negative ints."""
   if axis is None:
     return tuple(range(ndim))
-  axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+  if isinstance(axis, (int, np.integer)):
+    axes = (axis,)
+  elif isinstance(axis, (tuple, list)):
+    axes = tuple(axis)
+  else:
+    raise TypeError(f"{name} must be None, an int or a tuple of ints, got {axis!r}")
   out = []
   for ax in axes:
     if not isinstance(ax, (int, np.integer)):

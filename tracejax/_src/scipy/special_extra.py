@@ -40,6 +40,28 @@ def _tiny(x):
   return _c(x, np.finfo(x.dtype).tiny * 1e4)
 
 
+def _arrays(fun):
+  """Call `fun` with its arguments as arrays: custom_jvp may hand a rule the raw Python
+  scalar a transformation started from."""
+  import functools
+
+  @functools.wraps(fun)
+  def wrapped(*args):
+    jnp = _jnp()
+    return fun(*[jnp.asarray(a) for a in args])
+  return wrapped
+
+
+def _arrays_jvp(rule):
+  import functools
+
+  @functools.wraps(rule)
+  def wrapped(primals, tangents):
+    jnp = _jnp()
+    return rule([jnp.asarray(a) for a in primals], tangents)
+  return wrapped
+
+
 # ---- complex arithmetic on (re, im) pairs: keeps real inputs real ----
 
 def _cmul(a, b):
@@ -102,6 +124,8 @@ def _expn_cf(n, x, iters):
 
 def _expn_impl(n, x):
   jnp = _jnp()
+  # SciPy truncates a non-integer order (with a warning) rather than rejecting it.
+  n = jnp.trunc(n)
   big = _is64(x)
   small = x <= 1
   xs = jnp.where(small & (x > 0), x, jnp.full_like(x, 0.5))
@@ -114,16 +138,18 @@ def _expn_impl(n, x):
   out = jnp.where(n == 0, e0, out)
   at0 = jnp.where(n > 1, 1. / jnp.maximum(n - 1, 1.), jnp.inf)
   out = jnp.where(x == 0, at0, out)
-  bad = (n < 0) | (n != jnp.floor(n)) | (x < 0) | jnp.isnan(x) | jnp.isnan(n)
+  bad = (n < 0) | (x < 0) | jnp.isnan(x) | jnp.isnan(n)
   return jnp.where(bad, jnp.nan, out)
 
 
 @custom_jvp
+@_arrays
 def _expn(n, x):
   return _expn_impl(n, x)
 
 
 @_expn.defjvp
+@_arrays_jvp
 def _expn_jvp(primals, tangents):
   jnp = _jnp()
   n, x = primals
@@ -139,7 +165,7 @@ def expn(n, x):
   integer n >= 0 and x >= 0 (NaN elsewhere, as in SciPy).
 
   Args:
-    n: order (integer values; floats holding integers are accepted).
+    n: order; a non-integer order is truncated toward zero, as SciPy does.
     x: argument.
 
   >>> expn(2, 1.)
@@ -187,6 +213,7 @@ def _ei_pos(x):
 
 
 @custom_jvp
+@_arrays
 def _expi(x):
   jnp = _jnp()
   pos = _ei_pos(jnp.where(x > 0, x, jnp.ones_like(x)))
@@ -196,6 +223,7 @@ def _expi(x):
 
 
 @_expi.defjvp
+@_arrays_jvp
 def _expi_jvp(primals, tangents):
   x, = primals
   return _expi(x), _jnp().exp(x) / x * tangents[0]
@@ -234,6 +262,7 @@ def _erfcx_pos(x):
 
 
 @custom_jvp
+@_arrays
 def _erfcx(x):
   jnp = _jnp()
   ax = jnp.abs(x)
@@ -243,6 +272,7 @@ def _erfcx(x):
 
 
 @_erfcx.defjvp
+@_arrays_jvp
 def _erfcx_jvp(primals, tangents):
   x, = primals
   y = _erfcx(x)
@@ -260,6 +290,7 @@ def erfcx(x):
 
 
 @custom_jvp
+@_arrays
 def _dawsn(x):
   jnp = _jnp()
   big = _is64(x)
@@ -290,6 +321,7 @@ def _dawsn(x):
 
 
 @_dawsn.defjvp
+@_arrays_jvp
 def _dawsn_jvp(primals, tangents):
   x, = primals
   y = _dawsn(x)
@@ -311,6 +343,7 @@ def dawsn(x):
 # =============================================================================
 
 @custom_jvp
+@_arrays
 def _fresnel(x):
   jnp = _jnp()
   big = _is64(x)
@@ -363,6 +396,7 @@ def _fresnel(x):
 
 
 @_fresnel.defjvp
+@_arrays_jvp
 def _fresnel_jvp(primals, tangents):
   jnp = _jnp()
   x, = primals
@@ -384,6 +418,7 @@ def fresnel(x):
 
 
 @custom_jvp
+@_arrays
 def _sici(x):
   jnp = _jnp()
   big = _is64(x)
@@ -431,6 +466,7 @@ def _sici(x):
 
 
 @_sici.defjvp
+@_arrays_jvp
 def _sici_jvp(primals, tangents):
   jnp = _jnp()
   x, = primals
@@ -473,6 +509,7 @@ def _li2_bernoulli(u, terms=10):
 
 
 @custom_jvp
+@_arrays
 def _spence(x):
   jnp = _jnp()
   pi2_6 = np.pi ** 2 / 6
@@ -494,6 +531,7 @@ def _spence(x):
 
 
 @_spence.defjvp
+@_arrays_jvp
 def _spence_jvp(primals, tangents):
   jnp = _jnp()
   x, = primals
@@ -531,6 +569,7 @@ def _owens_t_quad(h, a, nodes):
 
 
 @custom_jvp
+@_arrays
 def _owens_t(h, a):
   jnp = _jnp()
   nodes = 48 if _is64(h) else 24
@@ -549,6 +588,7 @@ def _owens_t(h, a):
 
 
 @_owens_t.defjvp
+@_arrays_jvp
 def _owens_t_jvp(primals, tangents):
   jnp = _jnp()
   from tracejax._src.lax import special as ls
@@ -621,10 +661,12 @@ def _hyp_series(nums, dens, x, max_iter):
 
 def _make_hyp(p, q, max_iter):
   @custom_jvp
+  @_arrays
   def f(*args):
     return _hyp_series(args[:p], args[p:p + q], args[-1], max_iter)[0]
 
   @f.defjvp
+  @_arrays_jvp
   def f_jvp(primals, tangents):
     s, sx, sn, sd = _hyp_series(primals[:p], primals[p:p + q], primals[-1], max_iter)
     partials = list(sn) + list(sd) + [sx]

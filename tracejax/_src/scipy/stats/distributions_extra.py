@@ -343,7 +343,8 @@ def bernoulli_cdf(k, p):
 
 
 def bernoulli_ppf(q, p):
-  """Bernoulli quantile function: 0 for q <= 1 - p, else 1 (NaN outside [0, 1]).
+  """Bernoulli quantile function: 0 for 0 < q <= 1 - p, else 1; -1 at q = 0 (the
+  support's lower end minus one, SciPy's convention); NaN outside [0, 1].
 
   >>> bernoulli_ppf(0.8, 0.3)
   Array(1., dtype=float32)
@@ -351,6 +352,7 @@ def bernoulli_ppf(q, p):
   jnp = _jnp()
   q, p = _promote_inexact(q, p)
   out = jnp.where(q <= 1 - p, jnp.zeros_like(q), jnp.ones_like(q))
+  out = jnp.where(q == 0, -jnp.ones_like(q), out)
   return jnp.where(_bad_q(q) | (p < 0) | (p > 1), jnp.nan, out)
 
 
@@ -775,6 +777,22 @@ def truncnorm_pdf(x, a, b, loc=0., scale=1.):
   return _jnp().exp(truncnorm_logpdf(x, a, b, loc, scale))
 
 
+def _truncnorm_log_cdf_sf(z, a, b):
+  """(log CDF, log SF) of the standardized truncated normal. Each is the log of a mass
+  ratio; where one is near 0 (the other mass is small) it is taken as log(1 - exp(other))
+  so that the tiny complementary mass is not lost to cancellation."""
+  jnp = _jnp()
+  zc = jnp.clip(z, a, b)
+  total = _log_gauss_mass(a, b)
+  lcdf = jnp.minimum(_log_gauss_mass(a, zc) - total, 0.)
+  lsf = jnp.minimum(_log_gauss_mass(zc, b) - total, 0.)
+  neg_lsf = jnp.where(lsf < 0, lsf, -jnp.ones_like(lsf))
+  neg_lcdf = jnp.where(lcdf < 0, lcdf, -jnp.ones_like(lcdf))
+  lcdf2 = jnp.where((lcdf > -np.log(2.)) & (lsf < 0), _log1mexp(neg_lsf), lcdf)
+  lsf2 = jnp.where((lsf > -np.log(2.)) & (lcdf < 0), _log1mexp(neg_lcdf), lsf)
+  return lcdf2, lsf2
+
+
 def truncnorm_logcdf(x, a, b, loc=0., scale=1.):
   """log CDF of the truncated normal: log(Phi(z) - Phi(a)) - log(Phi(b) - Phi(a)).
 
@@ -783,9 +801,7 @@ def truncnorm_logcdf(x, a, b, loc=0., scale=1.):
   """
   jnp = _jnp()
   z, a, b, _ = _truncnorm_args(x, a, b, loc, scale)
-  zc = jnp.clip(z, a, b)
-  val = _log_gauss_mass(a, zc) - _log_gauss_mass(a, b)
-  val = jnp.minimum(val, 0.)
+  val = _truncnorm_log_cdf_sf(z, a, b)[0]
   return jnp.where(z < a, -jnp.inf, jnp.where(z >= b, jnp.zeros_like(z), val))
 
 
@@ -797,8 +813,7 @@ def truncnorm_logsf(x, a, b, loc=0., scale=1.):
   """
   jnp = _jnp()
   z, a, b, _ = _truncnorm_args(x, a, b, loc, scale)
-  zc = jnp.clip(z, a, b)
-  val = jnp.minimum(_log_gauss_mass(zc, b) - _log_gauss_mass(a, b), 0.)
+  val = _truncnorm_log_cdf_sf(z, a, b)[1]
   return jnp.where(z <= a, jnp.zeros_like(z), jnp.where(z > b, -jnp.inf, val))
 
 

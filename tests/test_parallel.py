@@ -38,6 +38,21 @@ def test_nested_names_and_grad():
   np.testing.assert_array_equal(out, [0., 1., 4., 9.])
 
 
+def test_transposes_follow_jax():
+  # psum's transpose is psum: per member, d psum(v) / dv summed over the members = 4.
+  np.testing.assert_allclose(jax.vmap(jax.grad(lambda v: P.psum(v, "i")), axis_name="i")(X),
+                             [4.] * 4)
+  # all_gather's transpose is psum_scatter, and the reverse
+  ct = jax.vmap(jax.grad(lambda v: jnp.sum(P.all_gather(v, "i") * jnp.arange(4.))),
+                axis_name="i")(X)
+  np.testing.assert_allclose(ct, 4 * np.arange(4.))
+  y = jnp.arange(16.).reshape(4, 4)
+  np.testing.assert_allclose(jax.vmap(lambda v: P.psum_scatter(v, "i"), axis_name="i")(y),
+                             np.asarray(y).sum(0))
+  np.testing.assert_allclose(jax.vmap(lambda v: P.pshuffle(v, "i", [3, 2, 1, 0]),
+                                      axis_name="i")(X), [3., 2., 1., 0.])
+
+
 def test_unbound_name():
   with pytest.raises(NameError, match="unbound axis name"):
     P.psum(1., "q")

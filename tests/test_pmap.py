@@ -168,6 +168,15 @@ close(both(lambda v: lax.pshuffle(v, 'i', shuf)), x[::-1])
 close(jax.pmap(jax.vmap(lambda v: lax.psum(v, ('i', 'j')), axis_name='j'), 'i')(y),
       np.broadcast_to(y.sum((0, 1)), y.shape))
 close(jax.pmap(lambda v: v * lax.psum(1, 'i'), 'i')(x), x * N)
+close(jax.pmap(jax.vmap(lambda v: lax.pmax(v, ('i', 'j')), axis_name='j'), 'i')(y),
+      np.broadcast_to(y.max((0, 1)), y.shape))
+for names, ref in [(('i', 'j'), y.reshape(N * N, 2)),
+                   (('j', 'i'), y.transpose(1, 0, 2).reshape(N * N, 2))]:
+  for tiled in (False, True):
+    g = lambda v: lax.all_gather(v, names, tiled=tiled)
+    out = jax.pmap(jax.vmap(g, axis_name='j'), 'i')(y)
+    close(out, np.broadcast_to(ref.reshape(-1) if tiled else ref, (N, N) + out.shape[2:]))
+    close(out, jax.vmap(jax.vmap(g, axis_name='j'), axis_name='i')(y))
 
 # gradients: psum's transpose is psum (as in JAX)
 w = np.arange(1, N + 1, dtype=np.float32)

@@ -232,5 +232,9 @@ def test_gaussian_kde():
   assert s.shape == (1, 4000)
   np.testing.assert_allclose(np.mean(s), np.mean(data[0]), atol=0.1)
   np.testing.assert_allclose(np.var(s), np.var(data[0]) + k1.covariance[0, 0], rtol=0.1)
+  k1.set_bandwidth(0.5)
+  r1.set_bandwidth(0.5)
+  np.testing.assert_allclose(k1.covariance, r1.covariance, rtol=1e-5)
+  np.testing.assert_allclose(k1.evaluate(pts[0]), r1.evaluate(pts[0]), rtol=1e-4)
   with pytest.raises(ValueError, match="weights"):
     jst.gaussian_kde(data, weights=np.ones(3))

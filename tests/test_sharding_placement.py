@@ -62,5 +62,6 @@ close(m, np.arange(3.))
 """
 
 
-def test_placement_4_devices():
-  run_devices(PLACEMENT, 4)
+@pytest.mark.parametrize("n", [4, 8])
+def test_placement(n):
+  run_devices(PLACEMENT, n)

@@ -93,8 +93,8 @@ from tracejax._src.callback import (
     effects_barrier as effects_barrier,
     pure_callback as pure_callback,
 )
-# 2020 experimental shape polymorphism (`jax.mask`, `jax.shapecheck`).
-from tracejax._src.experimental.masking import mask as mask, shapecheck as shapecheck
+# 2020 experimental shape polymorphism (`jax.mask`, `jax.shapecheck`): imported on
+# first use (see _LAZY_ATTRIBUTES), as the masking interpreter is costly to import.
 # Today's smaller transformations and contexts.
 from tracejax._src.api_extra import (
     checking_leaks as checking_leaks,
@@ -153,7 +153,19 @@ _INTERPRETER_ALIASES = {
 }
 
 
+# Top-level functions whose modules are imported on first use: name -> module.
+_LAZY_ATTRIBUTES = {
+    "mask": "tracejax._src.experimental.masking",
+    "shapecheck": "tracejax._src.experimental.masking",
+}
+
+
 def __getattr__(name):
+  source = _LAZY_ATTRIBUTES.get(name)
+  if source is not None:
+    value = getattr(_importlib.import_module(source), name)
+    globals()[name] = value
+    return value
   target = _INTERPRETER_ALIASES.get(name)
   if target is None and name in _LAZY_SUBMODULES:
     target = f"{__name__}.{name}"
@@ -172,4 +184,4 @@ def __getattr__(name):
 def __dir__():
   import importlib.util
   present = {n for n in _LAZY_SUBMODULES if importlib.util.find_spec(f"{__name__}.{n}")}
-  return sorted(set(globals()) | present | set(_INTERPRETER_ALIASES))
+  return sorted(set(globals()) | present | set(_INTERPRETER_ALIASES) | set(_LAZY_ATTRIBUTES))

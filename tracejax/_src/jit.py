@@ -53,10 +53,16 @@ _call_exes = weakref.WeakKeyDictionary()   # call_jaxpr -> {avals: _Compiled}
 def _xla_call_impl(*args, call_jaxpr, name, device=None, backend=None, donated_invars=None):
   avals = tuple(dispatch.arg_aval(x) for x in args)
   per_jaxpr = _call_exes.setdefault(call_jaxpr, {})
-  entry = per_jaxpr.get(avals)
+  placed = sharding.placement(args, name) if sharding.needs_placement(args) else None
+  key = avals if placed is None else (avals, placed)
+  entry = per_jaxpr.get(key)
   if entry is None:
-    entry = per_jaxpr[avals] = _compile_jaxpr(call_jaxpr, name)
-  bufs = [dispatch.to_buffer(x, a) for x, a in zip(args, avals)]
+    entry = per_jaxpr[key] = _compile_jaxpr(call_jaxpr, name, None, *(placed or ()))
+  if placed is None:
+    bufs = [dispatch.to_buffer(x, a) for x, a in zip(args, avals)]
+  else:
+    bufs = [sharding.on_device(x, a, placed[0], dispatch.to_buffer)
+            for x, a in zip(args, avals)]
   outs = entry.exe.execute(bufs)
   if config.jax_debug_nans or config.jax_debug_infs:
     _check_nans_op_by_op(call_jaxpr, [], args, outs, name)
@@ -322,7 +328,12 @@ class Jitted:
       bufs = e.const_bufs + [sharding.on_device(x, a, placed[0], dispatch.to_buffer)
                              for x, a in zip(leaves, in_avals)]
       outs = e.exe.execute(bufs)
-      return tree_util.tree_unflatten(e.out_tree, outs), None, len(leaves)
+      # The C++ path may reuse this executable only when every argument was an Array
+      # already on its device (it then checks each argument's sharding itself).
+      reuse = e if (self.device is None and self.backend is None and not self.donate_argnums
+                    and all(b is x for b, x in zip(bufs[len(e.const_bufs):], leaves))) \
+          else None
+      return tree_util.tree_unflatten(e.out_tree, outs), reuse, len(leaves)
     if self.donate_argnums:  # donated inputs need buffers of their own (see _private_buffer)
       bufs = e.const_bufs + [x if type(x) is Array else _private_buffer(x, a)
                              for x, a in zip(leaves, in_avals)]

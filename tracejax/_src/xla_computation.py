@@ -23,7 +23,7 @@ from tracejax._src import tree_util, util
 from tracejax._src.api import ShapeDtypeStruct, _abstractify
 from tracejax._src.core.trace import Tracer
 from tracejax._src.interpreters import lowering
-from tracejax._src.interpreters.lowering import func_dialect, hlo, ir
+from tracejax._src.interpreters.lowering import func_dialect, ir
 from tracejax._src.interpreters import staging
 from tracejax._src.lax import parallel
 from tracejax._src.runtime import backend as _backend

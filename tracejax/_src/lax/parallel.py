@@ -56,9 +56,10 @@ def extend_axis_env(name, size):
 
 
 def axis_size(axis_name):
-  """The product of the sizes of the named axes bound by enclosing pmaps (traced bodies).
+  """The product of the sizes of the named axes bound by enclosing pmaps (traced bodies)
+  or vmaps.
 
-  Raises NameError for a name no enclosing pmap binds."""
+  Raises NameError for a name nothing binds."""
   n = 1
   for name in _names(axis_name):
     for bound, size in reversed(_axis_env.frames):
@@ -66,9 +67,25 @@ def axis_size(axis_name):
         n *= size
         break
     else:
+      size = _vmap_axis_size(name)
+      if size is not None:
+        n *= size
+        continue
       raise NameError(f"unbound axis name: {name}. The name must be bound by an enclosing "
                       "vmap or pmap (its axis_name argument).")
   return n
+
+
+def _vmap_axis_size(name):
+  """The size of `name` if an enclosing vmap binds it (a batching trace below the current
+  one: e.g. a gradient traced inside `vmap(..., axis_name=name)`)."""
+  from tracejax._src.core.trace import current_trace
+  t = current_trace()
+  while t is not None:
+    if isinstance(t, batching.BatchTrace) and t.axis_name == name:
+      return t.axis_size
+    t = getattr(t, "parent", None)
+  return None
 
 
 # ---- the lowering axis env: collectives as cross-replica ops ----
@@ -470,7 +487,8 @@ def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled):
     outs = all_gather_p.bind(*vals, axis_name=axis_name, axis=axis + 1, tiled=tiled)
     return outs, [0] * len(outs)
   if rest:
-    raise NotImplementedError("all_gather over several axis names at once under vmap")
+    return _all_gather_several(trace, vals, dims, axis_name, axis, tiled, rest), \
+        [None] * len(vals)
   outs = []
   for x, d in zip(vals, dims):
     x = lax_utils.bdim_at_front(x, d, trace.axis_size)
@@ -481,6 +499,34 @@ def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled):
       x = structural.reshape(x, tuple(merged))
     outs.append(x)
   return outs, [None] * len(outs)
+
+
+def _all_gather_several(trace, vals, dims, axis_name, axis, tiled, rest):
+  """all_gather over this vmap's name and others: stack this map's members, gather that
+  over the other names, and merge the two member axes in the order of `axis_name`
+  (the first name varies slowest, as in JAX)."""
+  from tracejax._src.lax import structural
+  from tracejax._src.lax import utils as lax_utils
+  names = _names(axis_name)
+  k = names.index(trace.axis_name)
+  if 0 < k < len(names) - 1:
+    raise NotImplementedError(f"all_gather over {names} under vmap: the vmapped name must "
+                              "come first or last")
+  outs = []
+  for x, d in zip(vals, dims):
+    x = lax_utils.moveaxis(lax_utils.bdim_at_front(x, d, trace.axis_size), 0, axis)
+    x = all_gather_p.bind(x, axis_name=_one_or_tuple(rest), axis=axis, tiled=False)[0]
+    if k == 0:  # this map's members vary slowest
+      x = lax_utils.moveaxis(x, axis + 1, axis)
+    shape = list(x.shape)
+    merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2:]
+    x = structural.reshape(x, tuple(merged))
+    if tiled:
+      shape = list(x.shape)
+      x = structural.reshape(x, tuple(shape[:axis] + [shape[axis] * shape[axis + 1]] +
+                                      shape[axis + 2:]))
+    outs.append(x)
+  return outs
 
 
 batching.primitive_batchers[all_gather_p] = _all_gather_batch
@@ -576,9 +622,7 @@ def _reduce_scatter_batch(trace, vals, dims, *, axis_name, scatter_dimension, ti
       shape = tuple(total.shape)
       total = structural.reshape(total, (n, shape[0] // n) + shape[1:])
       total = lax_utils.moveaxis(total, 1, 1 + scatter_dimension)
-    else:
-      total = lax_utils.moveaxis(total, 0, 0)
-    outs.append(total)
+    outs.append(total)  # untiled: member i gets row i of the scatter dimension
   return outs, [0] * len(outs)
 
 
@@ -623,8 +667,15 @@ def pswapaxes(x, axis_name, axis):
 
 
 def _all_to_all_abstract_eval(*avals, axis_name, split_axis, concat_axis):
+  try:
+    n = axis_size(axis_name)   # bound by an enclosing pmap's trace: check the split size
+  except NameError:
+    n = None
   outs = []
   for a in avals:
+    if n is not None and a.shape[split_axis] != n:
+      raise ValueError(f"all_to_all: split_axis {split_axis} has size "
+                       f"{a.shape[split_axis]}, but axis {axis_name!r} has size {n}")
     shape = list(a.shape)
     n = shape.pop(split_axis)
     shape.insert(concat_axis, n)

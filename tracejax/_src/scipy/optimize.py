@@ -291,7 +291,7 @@ class _LBFGSState(NamedTuple):
   ls_status: Any
 
 
-def _two_loop(g, s_hist, y_hist, rho_hist, gamma, k, m):
+def _two_loop(g, s_hist, y_hist, rho_hist, gamma, m):
   """-H g by the L-BFGS two-loop recursion over the last min(k, m) pairs (newest last)."""
   def back(j, carry):
     q, alphas = carry
@@ -305,7 +305,6 @@ def _two_loop(g, s_hist, y_hist, rho_hist, gamma, k, m):
     beta = rho_hist[i] * jnp.vdot(y_hist[i], r)
     return r + s_hist[i] * (alphas[i] - beta)
   r = lax.fori_loop(0, m, fwd, r)
-  del k
   return -r
 
 
@@ -332,7 +331,7 @@ def _minimize_lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.220446
 
   def body(s):
     # Unused history slots hold zeros (rho 0), so they drop out of the recursion.
-    p = _two_loop(s.g_k, s.s_hist, s.y_hist, s.rho_hist, s.gamma, s.k, m)
+    p = _two_loop(s.g_k, s.s_hist, s.y_hist, s.rho_hist, s.gamma, m)
     ls = line_search(fun, s.x_k, p, old_fval=s.f_k, gfk=s.g_k, maxiter=maxls)
     step = ls.a_k.astype(x0.dtype) * p
     x_new = s.x_k + step

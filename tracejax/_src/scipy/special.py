@@ -19,19 +19,31 @@ def _promote_inexact(*args):
 
 
 def gammaln(x):
-  """Logarithm of the absolute value of the Gamma function."""
+  """Logarithm of the absolute value of the Gamma function.
+
+  >>> gammaln(4.)
+  DeviceArray(1.7917603, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax_special.lgamma(x)
 
 
 def digamma(x):
-  """The digamma function (the derivative of gammaln)."""
+  """The digamma function (the derivative of gammaln).
+
+  >>> digamma(1.)
+  DeviceArray(-0.5772154, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax_special.digamma(x)
 
 
 def polygamma(n, x):
-  """The n-th derivative of the digamma function."""
+  """The n-th derivative of the digamma function (n a non-negative integer).
+
+  >>> polygamma(1, 1.)   # pi**2 / 6
+  DeviceArray(1.644934, dtype=float32)
+  """
   n, x = _promote_inexact(n, x)
   return lax_special.polygamma(n, x)
 
@@ -41,7 +53,7 @@ def zeta(x, q=None):
   function (continued to x < 1 by the reflection formula, as SciPy's `zeta(x)`).
 
   >>> zeta(2.)   # pi**2 / 6
-  Array(1.644934, dtype=float32)
+  DeviceArray(1.644934, dtype=float32)
   """
   if q is None:
     x, = _promote_inexact(x)
@@ -51,85 +63,141 @@ def zeta(x, q=None):
 
 
 def betaln(a, b):
-  """Logarithm of the absolute value of the Beta function."""
+  """Logarithm of the absolute value of the Beta function.
+
+  >>> betaln(2., 3.)
+  DeviceArray(-2.4849074, dtype=float32)
+  """
   a, b = _promote_inexact(a, b)
   return lax.sub(lax.add(lax_special.lgamma(a), lax_special.lgamma(b)), lax_special.lgamma(lax.add(a, b)))
 
 
 def betainc(a, b, x):
-  """The regularized incomplete beta function."""
+  """The regularized incomplete beta function.
+
+  >>> betainc(2., 3., 0.5)
+  DeviceArray(0.68749976, dtype=float32)
+  """
   a, b, x = _promote_inexact(a, b, x)
   return lax_special.betainc(a, b, x)
 
 
 def gammainc(a, x):
-  """Regularized lower incomplete gamma function."""
+  """Regularized lower incomplete gamma function.
+
+  >>> gammainc(1., 1.)
+  DeviceArray(0.6321202, dtype=float32)
+  """
   a, x = _promote_inexact(a, x)
   return lax_special.igamma(a, x)
 
 
 def gammaincc(a, x):
-  """Regularized upper incomplete gamma function."""
+  """Regularized upper incomplete gamma function.
+
+  >>> gammaincc(1., 1.)
+  DeviceArray(0.36787927, dtype=float32)
+  """
   a, x = _promote_inexact(a, x)
   return lax_special.igammac(a, x)
 
 
 def erf(x):
-  """The error function."""
+  """The error function.
+
+  >>> erf(1.)
+  DeviceArray(0.84270084, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax_special.erf(x)
 
 
 def erfc(x):
-  """The complementary error function, 1 - erf(x)."""
+  """The complementary error function, 1 - erf(x).
+
+  >>> erfc(1.)
+  DeviceArray(0.15729924, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax_special.erfc(x)
 
 
 def erfinv(x):
-  """The inverse of the error function."""
+  """The inverse of the error function.
+
+  >>> erfinv(0.5)
+  DeviceArray(0.47693628, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax_special.erf_inv(x)
 
 
 def expit(x):
-  """The logistic sigmoid 1 / (1 + exp(-x))."""
+  """The logistic sigmoid 1 / (1 + exp(-x)).
+
+  >>> expit(0.)
+  DeviceArray(0.5, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax.logistic(x)
 
 
 def logit(x):
-  """The inverse of expit: log(x / (1 - x))."""
+  """The inverse of expit: log(x / (1 - x)).
+
+  >>> logit(0.5)
+  DeviceArray(0., dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax.log(lax.div(x, lax.sub(np.ones((), x.dtype), x)))
 
 
 def i0e(x):
-  """Exponentially scaled modified Bessel function of order 0."""
+  """Exponentially scaled modified Bessel function of order 0.
+
+  >>> i0e(1.)
+  DeviceArray(0.46575963, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax_special.bessel_i0e(x)
 
 
 def i1e(x):
-  """Exponentially scaled modified Bessel function of order 1."""
+  """Exponentially scaled modified Bessel function of order 1.
+
+  >>> i1e(1.)
+  DeviceArray(0.20791042, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax_special.bessel_i1e(x)
 
 
 def i0(x):
-  """Modified Bessel function of order 0."""
+  """Modified Bessel function of order 0.
+
+  >>> i0(1.)
+  DeviceArray(1.266066, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i0e(x))
 
 
 def i1(x):
-  """Modified Bessel function of order 1."""
+  """Modified Bessel function of order 1.
+
+  >>> i1(1.)
+  DeviceArray(0.5651591, dtype=float32)
+  """
   x, = _promote_inexact(x)
   return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i1e(x))
 
 
 def xlogy(x, y):
-  """x * log(y), defined as 0 where x == 0."""
+  """x * log(y), defined as 0 where x == 0.
+
+  >>> xlogy(0., 0.)
+  DeviceArray(0., dtype=float32)
+  """
   import tracejax.numpy as jnp
   x, y = _promote_inexact(x, y)
   safe_y = jnp.where(x == 0, jnp.ones_like(y), y)
@@ -137,7 +205,11 @@ def xlogy(x, y):
 
 
 def xlog1py(x, y):
-  """x * log1p(y), defined as 0 where x == 0."""
+  """x * log1p(y), defined as 0 where x == 0.
+
+  >>> xlog1py(0., -1.)
+  DeviceArray(0., dtype=float32)
+  """
   import tracejax.numpy as jnp
   x, y = _promote_inexact(x, y)
   safe_y = jnp.where(x == 0, jnp.zeros_like(y), y)
@@ -145,14 +217,22 @@ def xlog1py(x, y):
 
 
 def entr(x):
-  """-x log(x) for x > 0, 0 at 0, -inf for x < 0."""
+  """-x log(x) for x > 0, 0 at 0, -inf for x < 0.
+
+  >>> entr(1.)
+  DeviceArray(-0., dtype=float32)
+  """
   import tracejax.numpy as jnp
   x, = _promote_inexact(x)
   return jnp.where(x < 0, -jnp.inf, -xlogy(x, x))
 
 
 def multigammaln(a, d):
-  """Log of the multivariate gamma function of dimension d (a static int)."""
+  """Log of the multivariate gamma function of dimension d (a static int).
+
+  >>> multigammaln(3.5, 3)
+  DeviceArray(3.8958988, dtype=float32)
+  """
   import tracejax.numpy as jnp
   d = int(d)
   a, = _promote_inexact(a)
@@ -165,7 +245,11 @@ def multigammaln(a, d):
 
 
 def ndtr(x):
-  """The standard normal CDF."""
+  """The standard normal CDF.
+
+  >>> ndtr(0.)
+  DeviceArray(0.5, dtype=float32)
+  """
   import tracejax.numpy as jnp
   x, = _promote_inexact(x)
   half = jnp.asarray(0.5, x.dtype)
@@ -176,7 +260,11 @@ def ndtr(x):
 
 
 def ndtri(p):
-  """The inverse of the standard normal CDF."""
+  """The inverse of the standard normal CDF.
+
+  >>> ndtri(0.5)
+  DeviceArray(0., dtype=float32)
+  """
   x, = _promote_inexact(p)
   two = np.asarray(2., x.dtype)
   return lax.mul(np.asarray(np.sqrt(2.), x.dtype),
@@ -191,7 +279,7 @@ def log_ndtr(x, series_order=3):
     series_order: terms of the asymptotic series used far in the lower tail (static int).
 
   >>> log_ndtr(0.)
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   import tracejax.numpy as jnp
   if isinstance(series_order, bool) or not isinstance(series_order, (int, np.integer)) \
@@ -249,7 +337,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     where: optional boolean mask of the elements that take part.
 
   >>> logsumexp(jnp.array([0., 0.]))   # log(2)
-  Array(0.6931472, dtype=float32)
+  DeviceArray(0.6931472, dtype=float32)
   """
   import tracejax.numpy as jnp
   a, = _promote_inexact(a)
@@ -288,7 +376,7 @@ def softmax(x, axis=None):
   """exp(x) / sum(exp(x)) over `axis` (None: all axes, as in SciPy).
 
   >>> softmax(jnp.array([0., 0.]))
-  Array([0.5, 0.5], dtype=float32)
+  DeviceArray([0.5, 0.5], dtype=float32)
   """
   import tracejax.numpy as jnp
   x, = _promote_inexact(x)
@@ -301,7 +389,7 @@ def log_softmax(x, axis=None):
   """log(softmax(x)) over `axis` (None: all axes), computed without overflow.
 
   >>> log_softmax(jnp.array([0., 0.]))
-  Array([-0.6931472, -0.6931472], dtype=float32)
+  DeviceArray([-0.6931472, -0.6931472], dtype=float32)
   """
   import tracejax.numpy as jnp
   x, = _promote_inexact(x)
@@ -317,7 +405,7 @@ def gammasgn(x):
   the poles (non-positive integers), as in SciPy.
 
   >>> gammasgn(jnp.array([-1.5, -0.5, 2.]))
-  Array([ 1., -1.,  1.], dtype=float32)
+  DeviceArray([ 1., -1.,  1.], dtype=float32)
   """
   import tracejax.numpy as jnp
   x, = _promote_inexact(x)
@@ -334,7 +422,7 @@ def gamma(x):
   integers, as in SciPy).
 
   >>> gamma(jnp.array([0.5, 4.]))
-  Array([1.7724539, 6.       ], dtype=float32)
+  DeviceArray([1.7724539, 6.       ], dtype=float32)
   """
   import tracejax.numpy as jnp
   x, = _promote_inexact(x)
@@ -346,7 +434,7 @@ def loggamma(x):
   x < 0 (where Gamma is negative or the log is complex), as SciPy's real `loggamma`.
 
   >>> loggamma(jnp.array([0.5, 3.]))
-  Array([0.5723649, 0.6931472], dtype=float32)
+  DeviceArray([0.5723649, 0.6931472], dtype=float32)
   """
   import tracejax.numpy as jnp
   x, = _promote_inexact(x)
@@ -359,7 +447,7 @@ def beta(a, b):
   """The Beta function Gamma(a) Gamma(b) / Gamma(a + b), signs included.
 
   >>> beta(2., 3.)
-  Array(0.08333334, dtype=float32)
+  DeviceArray(0.08333334, dtype=float32)
   """
   import tracejax.numpy as jnp
   a, b = _promote_inexact(a, b)
@@ -372,7 +460,7 @@ def factorial(n, exact=False):
   integers) cannot be traced and is refused with NotImplementedError, as in JAX.
 
   >>> factorial(jnp.array([3., 4.5]))
-  Array([ 6.      , 52.342777], dtype=float32)
+  DeviceArray([ 6.      , 52.342777], dtype=float32)
   """
   import tracejax.numpy as jnp
   if exact:
@@ -387,7 +475,7 @@ def comb(N, k, *, repetition=False):
   With `repetition=True`, combinations with repetition, comb(N + k - 1, k).
 
   >>> comb(5., 2.)
-  Array(10., dtype=float32)
+  DeviceArray(10., dtype=float32)
   """
   import tracejax.numpy as jnp
   N, k = _promote_inexact(N, k)
@@ -410,7 +498,7 @@ def poch(z, m):
   """The Pochhammer symbol (z)_m = Gamma(z + m) / Gamma(z), signs included.
 
   >>> poch(3., 2.)   # 3 * 4
-  Array(12., dtype=float32)
+  DeviceArray(12., dtype=float32)
   """
   import tracejax.numpy as jnp
   z, m = _promote_inexact(z, m)
@@ -425,7 +513,7 @@ def bernoulli(n):
   default float dtype. `n` is a static non-negative int.
 
   >>> bernoulli(4)
-  Array([ 1.        , -0.5       ,  0.16666667,  0.        , -0.03333334], dtype=float32)
+  DeviceArray([ 1.        , -0.5       ,  0.16666667,  0.        , -0.03333334], dtype=float32)
   """
   import fractions
   import tracejax.numpy as jnp
@@ -446,7 +534,7 @@ def boxcox(x, lmbda):
   """The Box-Cox transform: (x**lmbda - 1) / lmbda, log(x) where lmbda == 0.
 
   >>> boxcox(2., 0.)
-  Array(0.6931472, dtype=float32)
+  DeviceArray(0.6931472, dtype=float32)
   """
   import tracejax.numpy as jnp
   x, lmbda = _promote_inexact(x, lmbda)
@@ -459,7 +547,7 @@ def boxcox1p(x, lmbda):
   """The Box-Cox transform of 1 + x: ((1 + x)**lmbda - 1) / lmbda, log1p(x) at lmbda 0.
 
   >>> boxcox1p(1., 0.)
-  Array(0.6931472, dtype=float32)
+  DeviceArray(0.6931472, dtype=float32)
   """
   import tracejax.numpy as jnp
   x, lmbda = _promote_inexact(x, lmbda)
@@ -473,7 +561,7 @@ def rel_entr(p, q):
   inf otherwise.
 
   >>> rel_entr(1., 2.)
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   import tracejax.numpy as jnp
   p, q = _promote_inexact(p, q)
@@ -489,7 +577,7 @@ def kl_div(p, q):
   q >= 0; inf otherwise.
 
   >>> kl_div(1., 2.)
-  Array(0.30685282, dtype=float32)
+  DeviceArray(0.30685282, dtype=float32)
   """
   import tracejax.numpy as jnp
   p, q = _promote_inexact(p, q)

@@ -169,7 +169,7 @@ def expn(n, x):
     x: argument.
 
   >>> expn(2, 1.)
-  Array(0.14849551, dtype=float32)
+  DeviceArray(0.14849551, dtype=float32)
   """
   n, x = _promote_inexact(n, x)
   return _expn(n, x)
@@ -180,7 +180,7 @@ def exp1(x):
   at 0, as SciPy's real exp1).
 
   >>> exp1(1.)
-  Array(0.21938394, dtype=float32)
+  DeviceArray(0.21938394, dtype=float32)
   """
   x, = _promote_inexact(x)
   return _expn(_jnp().ones_like(x), x)
@@ -233,7 +233,7 @@ def expi(x):
   """The exponential integral Ei(x) = -PV int_{-x}^inf exp(-t) / t dt (-inf at 0).
 
   >>> expi(1.)
-  Array(1.8951178, dtype=float32)
+  DeviceArray(1.8951178, dtype=float32)
   """
   x, = _promote_inexact(x)
   return _expi(x)
@@ -283,7 +283,7 @@ def erfcx(x):
   """The scaled complementary error function exp(x**2) * erfc(x), accurate for large x.
 
   >>> erfcx(1.)
-  Array(0.42758358, dtype=float32)
+  DeviceArray(0.42758358, dtype=float32)
   """
   x, = _promote_inexact(x)
   return _erfcx(x)
@@ -332,7 +332,7 @@ def dawsn(x):
   """Dawson's integral F(x) = exp(-x**2) int_0^x exp(t**2) dt.
 
   >>> dawsn(1.)
-  Array(0.5380795, dtype=float32)
+  DeviceArray(0.5380795, dtype=float32)
   """
   x, = _promote_inexact(x)
   return _dawsn(x)
@@ -411,7 +411,7 @@ def fresnel(x):
 
   >>> s, c = fresnel(1.)
   >>> s, c
-  (Array(0.43825915, dtype=float32), Array(0.7798934, dtype=float32))
+  (DeviceArray(0.43825915, dtype=float32), DeviceArray(0.7798934, dtype=float32))
   """
   x, = _promote_inexact(x)
   return _fresnel(x)
@@ -482,7 +482,7 @@ def sici(x):
 
   >>> si, ci = sici(1.)
   >>> si, ci
-  (Array(0.9460831, dtype=float32), Array(0.33740395, dtype=float32))
+  (DeviceArray(0.9460831, dtype=float32), DeviceArray(0.33740395, dtype=float32))
   """
   x, = _promote_inexact(x)
   return _sici(x)
@@ -546,7 +546,7 @@ def spence(x):
   as SciPy's real spence).
 
   >>> spence(0.)   # pi**2 / 6
-  Array(1.644934, dtype=float32)
+  DeviceArray(1.644934, dtype=float32)
   """
   x, = _promote_inexact(x)
   return _spence(x)
@@ -605,7 +605,7 @@ def owens_t(h, a):
   """Owen's T function T(h, a) = (1/2pi) int_0^a exp(-h**2 (1 + x**2) / 2) / (1 + x**2) dx.
 
   >>> owens_t(0.5, 0.3)
-  Array(0.04078671, dtype=float32)
+  DeviceArray(0.04078671, dtype=float32)
   """
   h, a = _promote_inexact(h, a)
   return _owens_t(h, a)
@@ -686,7 +686,7 @@ def hyp1f1(a, b, x):
   series has no cancellation when b > a. Differentiable in a, b and x.
 
   >>> hyp1f1(1., 2., 1.)   # (e - 1)
-  Array(1.7182819, dtype=float32)
+  DeviceArray(1.7182819, dtype=float32)
   """
   jnp = _jnp()
   a, b, x = _promote_inexact(a, b, x)
@@ -695,16 +695,33 @@ def hyp1f1(a, b, x):
   return jnp.where(neg, jnp.exp(x), jnp.ones_like(x)) * _hyp11_series(aa, b, jnp.abs(x))
 
 
+def _rgamma(x):
+  """1 / Gamma(x), 0 at the poles."""
+  jnp = _jnp()
+  from tracejax._src.scipy.special import gammasgn
+  pole = (x <= 0) & (x == jnp.floor(x))
+  safe = jnp.where(pole, jnp.ones_like(x), x)
+  return jnp.where(pole, jnp.zeros_like(x), gammasgn(safe) * jnp.exp(-lax_special.lgamma(safe)))
+
+
+def _gamma_ratio(p, q, r, t):
+  """Gamma(p) Gamma(q) / (Gamma(r) Gamma(t)), signs included."""
+  from tracejax._src.scipy.special import gamma
+  return gamma(p) * gamma(q) * _rgamma(r) * _rgamma(t)
+
+
 def hyp2f1(a, b, c, x):
   """The Gauss hypergeometric function 2F1(a, b; c; x) for real x <= 1.
 
   x < 0 goes through Pfaff's transformation (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)),
   the series is summed for 0 <= x < 1 (after Euler's transformation where that makes
-  its terms decay faster), and x = 1 uses Gauss's theorem (inf where c - a - b <= 0).
-  Differentiable in a, b, c and x. Convergence slows as x approaches 1.
+  its terms decay faster; above 0.9 the connection formula in 1 - x is used when
+  c - a - b is not within 0.05 of an integer), and x = 1 uses Gauss's theorem (inf where
+  c - a - b <= 0). Differentiable in a, b, c and x. With c - a - b near an integer the
+  plain series is used up to x -> 1, where it converges slowly.
 
   >>> hyp2f1(1., 1., 2., 0.5)   # -log(1 - x) / x
-  Array(1.3862944, dtype=float32)
+  DeviceArray(1.3862944, dtype=float32)
   """
   jnp = _jnp()
   a, b, c, x = _promote_inexact(a, b, c, x)
@@ -717,10 +734,26 @@ def hyp2f1(a, b, c, x):
   euler = s < 0
   a2 = jnp.where(euler, c - a, a)
   b2 = jnp.where(euler, c - b1, b1)
-  zs = jnp.where(z < 1, z, jnp.zeros_like(z))
-  series = _hyp21_series(a2, b2, c, zs)
-  series = series * jnp.where(euler, jnp.power(1 - zs, s), jnp.ones_like(zs))
-  out = pre * series
+  # Near z = 1 the series converges slowly; where c - a - b is not (close to) an integer,
+  # use the connection formula in 1 - z instead:
+  #   F = A1 F(a, b; a+b-c+1; 1-z) + A2 (1-z)^(c-a-b) F(c-a, c-b; c-a-b+1; 1-z).
+  near_int = jnp.abs(s - jnp.round(s)) < 0.05
+  use_conn = (z > 0.9) & (z < 1) & ~near_int
+  direct = ~use_conn
+  zs = jnp.where(direct & (z < 1), z, jnp.zeros_like(z))
+  series = _hyp21_series(jnp.where(direct, a2, 1.), jnp.where(direct, b2, 1.),
+                         jnp.where(direct, c, 2.), zs)
+  series = series * jnp.where(euler & direct, jnp.power(1 - zs, s), jnp.ones_like(zs))
+  w = jnp.where(use_conn, 1 - z, jnp.zeros_like(z))
+  sc = jnp.where(use_conn, s, 0.5 * jnp.ones_like(s))
+  a1 = _gamma_ratio(c, sc, c - a, c - b1)
+  a2c = _gamma_ratio(c, -sc, a, b1)
+  f1 = _hyp21_series(jnp.where(use_conn, a, 1.), jnp.where(use_conn, b1, 1.),
+                     jnp.where(use_conn, 1 - sc, 2.), w)
+  f2 = _hyp21_series(jnp.where(use_conn, c - a, 1.), jnp.where(use_conn, c - b1, 1.),
+                     jnp.where(use_conn, 1 + sc, 2.), w)
+  conn = a1 * f1 + a2c * jnp.power(w, sc) * f2
+  out = pre * jnp.where(use_conn, conn, series)
   lg = lax_special.lgamma
   from tracejax._src.scipy.special import gammasgn
   s_safe = jnp.where(c - a - b > 0, c - a - b, jnp.ones_like(c))
@@ -749,7 +782,7 @@ def bessel_jn(z, *, v, n_iter=50):
     n_iter: the starting order of the recurrence (static int).
 
   >>> bessel_jn(jnp.array([1.]), v=1)[:, 0]
-  Array([0.7651977, 0.4400506], dtype=float32)
+  DeviceArray([0.7651977, 0.4400506], dtype=float32)
   """
   jnp = _jnp()
   if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -800,7 +833,7 @@ def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
       and its maximum is used. Degrees above `n_max` are clipped to it.
 
   >>> sph_harm_y(jnp.array([0]), jnp.array([0]), jnp.array([0.3]), jnp.array([0.]))
-  Array([0.2820948+0.j], dtype=complex64)
+  DeviceArray([0.2820948+0.j], dtype=complex64)
   """
   jnp = _jnp()
   if diff_n not in (None, 0):
@@ -865,7 +898,7 @@ def wofz(z):
   complex128, 1e-6 in complex64) and w(z) = 2 exp(-z**2) - w(-z) below it.
 
   >>> wofz(jnp.array([1. + 1j]))
-  Array([0.30474418+0.20821894j], dtype=complex64)
+  DeviceArray([0.30474418+0.20821894j], dtype=complex64)
   """
   jnp = _jnp()
   z = jnp.asarray(z)

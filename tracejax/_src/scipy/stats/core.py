@@ -79,7 +79,7 @@ def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
   Returns float ranks of `a`'s shape (flattened when axis is None).
 
   >>> rankdata(jnp.array([3., 1., 3., 2.]))
-  Array([3.5, 1. , 3.5, 2. ], dtype=float32)
+  DeviceArray([3.5, 1. , 3.5, 2. ], dtype=float32)
   """
   jnp = _jnp()
   if method not in ("average", "min", "max", "dense", "ordinal"):
@@ -115,7 +115,7 @@ def mode(a, axis=0, nan_policy="propagate", keepdims=False):
   Returns ModeResult(mode, count).
 
   >>> mode(jnp.array([1, 2, 2, 3]))
-  ModeResult(mode=Array(2, dtype=int32), count=Array(2, dtype=int32))
+  ModeResult(mode=DeviceArray(2, dtype=int32), count=DeviceArray(2, dtype=int32))
   """
   jnp = _jnp()
   _check_nan_policy(nan_policy, "mode")
@@ -150,7 +150,7 @@ def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
     keepdims: keep the reduced axis with size 1.
 
   >>> sem(jnp.array([1., 2., 3., 4.]))
-  Array(0.6454972, dtype=float32)
+  DeviceArray(0.6454972, dtype=float32)
   """
   jnp = _jnp()
   from tracejax._src.scipy.special import _promote_inexact

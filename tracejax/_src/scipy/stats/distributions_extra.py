@@ -39,7 +39,7 @@ def norm_logsf(x, loc=0., scale=1.):
   """log of the normal survival function, accurate far in the upper tail.
 
   >>> norm_logsf(0.)
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   z, _ = _z(x, loc, scale)
   return special.log_ndtr(-z)
@@ -49,7 +49,7 @@ def expon_sf(x, loc=0., scale=1.):
   """Exponential survival function exp(-z) (1 for z < 0).
 
   >>> expon_sf(1.)
-  Array(0.36787945, dtype=float32)
+  DeviceArray(0.36787945, dtype=float32)
   """
   return _jnp().exp(expon_logsf(x, loc, scale))
 
@@ -58,7 +58,7 @@ def expon_logsf(x, loc=0., scale=1.):
   """log of the exponential survival function: -z for z >= 0, 0 below.
 
   >>> expon_logsf(2.)
-  Array(-2., dtype=float32)
+  DeviceArray(-2., dtype=float32)
   """
   jnp = _jnp()
   z, _ = _z(x, loc, scale)
@@ -69,7 +69,7 @@ def expon_logcdf(x, loc=0., scale=1.):
   """log of the exponential CDF, log(1 - exp(-z)) (-inf for z <= 0).
 
   >>> expon_logcdf(1.)
-  Array(-0.45867515, dtype=float32)
+  DeviceArray(-0.45867515, dtype=float32)
   """
   jnp = _jnp()
   z, _ = _z(x, loc, scale)
@@ -81,7 +81,7 @@ def expon_ppf(q, loc=0., scale=1.):
   """Exponential quantile function -log(1 - q) * scale + loc (NaN outside [0, 1]).
 
   >>> expon_ppf(0.5)
-  Array(0.6931472, dtype=float32)
+  DeviceArray(0.6931472, dtype=float32)
   """
   jnp = _jnp()
   q, loc, scale = _promote_inexact(q, loc, scale)
@@ -92,7 +92,7 @@ def gamma_sf(x, a, loc=0., scale=1.):
   """Gamma survival function, the regularized upper incomplete gamma Q(a, z).
 
   >>> gamma_sf(1., 1.)
-  Array(0.36787945, dtype=float32)
+  DeviceArray(0.36787945, dtype=float32)
   """
   jnp = _jnp()
   x, a, loc, scale = _promote_inexact(x, a, loc, scale)
@@ -104,7 +104,7 @@ def gamma_logcdf(x, a, loc=0., scale=1.):
   """log of the Gamma CDF.
 
   >>> gamma_logcdf(1., 1.)
-  Array(-0.45867515, dtype=float32)
+  DeviceArray(-0.45867515, dtype=float32)
   """
   from tracejax._src.scipy.stats.distributions import gamma_cdf
   return _jnp().log(gamma_cdf(x, a, loc, scale))
@@ -114,7 +114,7 @@ def gamma_logsf(x, a, loc=0., scale=1.):
   """log of the Gamma survival function.
 
   >>> gamma_logsf(1., 1.)
-  Array(-1., dtype=float32)
+  DeviceArray(-1., dtype=float32)
   """
   return _jnp().log(gamma_sf(x, a, loc, scale))
 
@@ -123,7 +123,7 @@ def beta_sf(x, a, b, loc=0., scale=1.):
   """Beta survival function I_{1-z}(b, a).
 
   >>> beta_sf(0.5, 2., 2.)
-  Array(0.5, dtype=float32)
+  DeviceArray(0.5, dtype=float32)
   """
   jnp = _jnp()
   x, a, b, loc, scale = _promote_inexact(x, a, b, loc, scale)
@@ -135,7 +135,7 @@ def beta_logcdf(x, a, b, loc=0., scale=1.):
   """log of the Beta CDF.
 
   >>> beta_logcdf(0.5, 2., 2.)
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   from tracejax._src.scipy.stats.distributions import beta_cdf
   return _jnp().log(beta_cdf(x, a, b, loc, scale))
@@ -145,7 +145,7 @@ def beta_logsf(x, a, b, loc=0., scale=1.):
   """log of the Beta survival function.
 
   >>> beta_logsf(0.5, 2., 2.)
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   return _jnp().log(beta_sf(x, a, b, loc, scale))
 
@@ -154,7 +154,7 @@ def cauchy_cdf(x, loc=0., scale=1.):
   """Cauchy CDF 1/2 + arctan(z) / pi (written with arctan2 to keep the lower tail).
 
   >>> cauchy_cdf(1.)
-  Array(0.75, dtype=float32)
+  DeviceArray(0.75, dtype=float32)
   """
   jnp = _jnp()
   z, _ = _z(x, loc, scale)
@@ -166,7 +166,7 @@ def cauchy_sf(x, loc=0., scale=1.):
   """Cauchy survival function, cdf(-z).
 
   >>> cauchy_sf(1.)
-  Array(0.25, dtype=float32)
+  DeviceArray(0.25, dtype=float32)
   """
   jnp = _jnp()
   z, _ = _z(x, loc, scale)
@@ -177,7 +177,7 @@ def cauchy_logcdf(x, loc=0., scale=1.):
   """log of the Cauchy CDF.
 
   >>> cauchy_logcdf(1.)
-  Array(-0.2876821, dtype=float32)
+  DeviceArray(-0.2876821, dtype=float32)
   """
   return _jnp().log(cauchy_cdf(x, loc, scale))
 
@@ -186,7 +186,7 @@ def cauchy_logsf(x, loc=0., scale=1.):
   """log of the Cauchy survival function.
 
   >>> cauchy_logsf(1.)
-  Array(-1.3862944, dtype=float32)
+  DeviceArray(-1.3862944, dtype=float32)
   """
   return _jnp().log(cauchy_sf(x, loc, scale))
 
@@ -195,7 +195,7 @@ def cauchy_ppf(q, loc=0., scale=1.):
   """Cauchy quantile function loc + scale tan(pi (q - 1/2)) (NaN outside [0, 1]).
 
   >>> cauchy_ppf(0.75)
-  Array(1., dtype=float32)
+  DeviceArray(1., dtype=float32)
   """
   jnp = _jnp()
   q, loc, scale = _promote_inexact(q, loc, scale)
@@ -208,7 +208,7 @@ def cauchy_isf(q, loc=0., scale=1.):
   """Cauchy inverse survival function loc - scale tan(pi (q - 1/2)).
 
   >>> cauchy_isf(0.25)
-  Array(1., dtype=float32)
+  DeviceArray(1., dtype=float32)
   """
   jnp = _jnp()
   q, loc, scale = _promote_inexact(q, loc, scale)
@@ -221,7 +221,7 @@ def pareto_logsf(x, b, loc=0., scale=1.):
   """log of the Pareto survival function: -b log(z) for z >= 1, 0 below.
 
   >>> pareto_logsf(2., 1.)
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   jnp = _jnp()
   x, b, loc, scale = _promote_inexact(x, b, loc, scale)
@@ -234,7 +234,7 @@ def pareto_sf(x, b, loc=0., scale=1.):
   """Pareto survival function z**-b (1 for z < 1).
 
   >>> pareto_sf(2., 1.)
-  Array(0.5, dtype=float32)
+  DeviceArray(0.5, dtype=float32)
   """
   return _jnp().exp(pareto_logsf(x, b, loc, scale))
 
@@ -243,7 +243,7 @@ def pareto_logcdf(x, b, loc=0., scale=1.):
   """log of the Pareto CDF, log(1 - z**-b) (-inf for z <= 1).
 
   >>> pareto_logcdf(2., 1.)
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   jnp = _jnp()
   lsf = pareto_logsf(x, b, loc, scale)
@@ -255,7 +255,7 @@ def pareto_cdf(x, b, loc=0., scale=1.):
   """Pareto CDF 1 - z**-b (0 for z < 1).
 
   >>> pareto_cdf(2., 1.)
-  Array(0.5, dtype=float32)
+  DeviceArray(0.5, dtype=float32)
   """
   return -_jnp().expm1(pareto_logsf(x, b, loc, scale))
 
@@ -264,7 +264,7 @@ def pareto_ppf(q, b, loc=0., scale=1.):
   """Pareto quantile function scale (1 - q)**(-1/b) + loc (NaN outside [0, 1]).
 
   >>> pareto_ppf(0.5, 1.)
-  Array(2., dtype=float32)
+  DeviceArray(2., dtype=float32)
   """
   jnp = _jnp()
   q, b, loc, scale = _promote_inexact(q, b, loc, scale)
@@ -275,7 +275,7 @@ def uniform_cdf(x, loc=0., scale=1.):
   """Uniform CDF on [loc, loc + scale]: clip(z, 0, 1).
 
   >>> uniform_cdf(0.25)
-  Array(0.25, dtype=float32)
+  DeviceArray(0.25, dtype=float32)
   """
   z, _ = _z(x, loc, scale)
   return _jnp().clip(z, 0., 1.)
@@ -285,7 +285,7 @@ def uniform_ppf(q, loc=0., scale=1.):
   """Uniform quantile function loc + q scale (NaN outside [0, 1]).
 
   >>> uniform_ppf(0.5, 1., 2.)
-  Array(2., dtype=float32)
+  DeviceArray(2., dtype=float32)
   """
   jnp = _jnp()
   q, loc, scale = _promote_inexact(q, loc, scale)
@@ -296,7 +296,7 @@ def poisson_cdf(k, mu, loc=0):
   """Poisson CDF Q(floor(k) + 1, mu) (0 for k < 0).
 
   >>> poisson_cdf(1., 1.)
-  Array(0.7357589, dtype=float32)
+  DeviceArray(0.7357589, dtype=float32)
   """
   jnp = _jnp()
   k, mu, loc = _promote_inexact(k, mu, loc)
@@ -310,7 +310,7 @@ def poisson_entropy(mu, loc=0):
   far in the tail) for moderate mu, its asymptotic expansion for large mu.
 
   >>> poisson_entropy(3.)
-  Array(1.9314697, dtype=float32)
+  DeviceArray(1.9314697, dtype=float32)
   """
   jnp = _jnp()
   from tracejax._src.scipy.stats.distributions import poisson_logpmf
@@ -334,7 +334,7 @@ def bernoulli_cdf(k, p):
   """Bernoulli CDF: 0 for k < 0, 1 - p for 0 <= k < 1, 1 for k >= 1.
 
   >>> bernoulli_cdf(0., 0.3)
-  Array(0.7, dtype=float32)
+  DeviceArray(0.7, dtype=float32)
   """
   jnp = _jnp()
   k, p = _promote_inexact(k, p)
@@ -347,7 +347,7 @@ def bernoulli_ppf(q, p):
   support's lower end minus one, SciPy's convention); NaN outside [0, 1].
 
   >>> bernoulli_ppf(0.8, 0.3)
-  Array(1., dtype=float32)
+  DeviceArray(1., dtype=float32)
   """
   jnp = _jnp()
   q, p = _promote_inexact(q, p)
@@ -362,7 +362,7 @@ def chi2_logpdf(x, df, loc=0., scale=1.):
   """log density of the chi-squared distribution with `df` degrees of freedom.
 
   >>> chi2_logpdf(1., 2.)
-  Array(-1.1931472, dtype=float32)
+  DeviceArray(-1.1931472, dtype=float32)
   """
   jnp = _jnp()
   x, df, loc, scale = _promote_inexact(x, df, loc, scale)
@@ -379,7 +379,7 @@ def chi2_pdf(x, df, loc=0., scale=1.):
   """Density of the chi-squared distribution.
 
   >>> chi2_pdf(1., 2.)
-  Array(0.30326533, dtype=float32)
+  DeviceArray(0.30326533, dtype=float32)
   """
   return _jnp().exp(chi2_logpdf(x, df, loc, scale))
 
@@ -388,7 +388,7 @@ def chi2_cdf(x, df, loc=0., scale=1.):
   """Chi-squared CDF P(df/2, z/2).
 
   >>> chi2_cdf(2., 2.)
-  Array(0.63212055, dtype=float32)
+  DeviceArray(0.63212055, dtype=float32)
   """
   jnp = _jnp()
   x, df, loc, scale = _promote_inexact(x, df, loc, scale)
@@ -400,7 +400,7 @@ def chi2_sf(x, df, loc=0., scale=1.):
   """Chi-squared survival function Q(df/2, z/2).
 
   >>> chi2_sf(2., 2.)
-  Array(0.36787945, dtype=float32)
+  DeviceArray(0.36787945, dtype=float32)
   """
   jnp = _jnp()
   x, df, loc, scale = _promote_inexact(x, df, loc, scale)
@@ -412,7 +412,7 @@ def chi2_logcdf(x, df, loc=0., scale=1.):
   """log of the chi-squared CDF.
 
   >>> chi2_logcdf(2., 2.)
-  Array(-0.45867515, dtype=float32)
+  DeviceArray(-0.45867515, dtype=float32)
   """
   return _jnp().log(chi2_cdf(x, df, loc, scale))
 
@@ -421,7 +421,7 @@ def chi2_logsf(x, df, loc=0., scale=1.):
   """log of the chi-squared survival function.
 
   >>> chi2_logsf(2., 2.)
-  Array(-1., dtype=float32)
+  DeviceArray(-1., dtype=float32)
   """
   return _jnp().log(chi2_sf(x, df, loc, scale))
 
@@ -440,7 +440,7 @@ def binom_logpmf(k, n, p, loc=0):
   """log pmf of the binomial distribution: log C(n, k) + k log p + (n - k) log(1 - p).
 
   >>> binom_logpmf(1., 2., 0.5)
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   jnp = _jnp()
   k, n, p, loc = _promote_inexact(k, n, p, loc)
@@ -456,7 +456,7 @@ def binom_pmf(k, n, p, loc=0):
   """pmf of the binomial distribution.
 
   >>> binom_pmf(1., 2., 0.5)
-  Array(0.5, dtype=float32)
+  DeviceArray(0.5, dtype=float32)
   """
   return _jnp().exp(binom_logpmf(k, n, p, loc))
 
@@ -466,7 +466,7 @@ def betabinom_logpmf(k, n, a, b, loc=0):
   log C(n, k) + betaln(k + a, n - k + b) - betaln(a, b).
 
   >>> betabinom_logpmf(1., 2., 1., 1.)   # uniform on {0, 1, 2}
-  Array(-1.0986123, dtype=float32)
+  DeviceArray(-1.0986123, dtype=float32)
   """
   jnp = _jnp()
   k, n, a, b, loc = _promote_inexact(k, n, a, b, loc)
@@ -482,7 +482,7 @@ def betabinom_pmf(k, n, a, b, loc=0):
   """pmf of the beta-binomial distribution.
 
   >>> betabinom_pmf(1., 2., 1., 1.)
-  Array(0.33333334, dtype=float32)
+  DeviceArray(0.33333334, dtype=float32)
   """
   return _jnp().exp(betabinom_logpmf(k, n, a, b, loc))
 
@@ -491,7 +491,7 @@ def geom_logpmf(k, p, loc=0):
   """log pmf of the geometric distribution on {1, 2, ...}: (k - 1) log(1 - p) + log p.
 
   >>> geom_logpmf(1., 0.5)
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   jnp = _jnp()
   k, p, loc = _promote_inexact(k, p, loc)
@@ -505,7 +505,7 @@ def geom_pmf(k, p, loc=0):
   """pmf of the geometric distribution.
 
   >>> geom_pmf(2., 0.5)
-  Array(0.25, dtype=float32)
+  DeviceArray(0.25, dtype=float32)
   """
   return _jnp().exp(geom_logpmf(k, p, loc))
 
@@ -515,7 +515,7 @@ def nbinom_logpmf(k, n, p, loc=0):
   log Gamma(n + k) - log Gamma(k + 1) - log Gamma(n) + n log p + k log(1 - p).
 
   >>> nbinom_logpmf(0., 2., 0.5)
-  Array(-1.3862944, dtype=float32)
+  DeviceArray(-1.3862944, dtype=float32)
   """
   jnp = _jnp()
   k, n, p, loc = _promote_inexact(k, n, p, loc)
@@ -531,7 +531,7 @@ def nbinom_pmf(k, n, p, loc=0):
   """pmf of the negative binomial distribution.
 
   >>> nbinom_pmf(0., 2., 0.5)
-  Array(0.25, dtype=float32)
+  DeviceArray(0.25, dtype=float32)
   """
   return _jnp().exp(nbinom_logpmf(k, n, p, loc))
 
@@ -541,7 +541,7 @@ def multinomial_logpmf(x, n, p):
   category axis. -inf where the counts do not sum to n or are not non-negative integers.
 
   >>> multinomial_logpmf(jnp.array([1., 1.]), 2., jnp.array([0.5, 0.5]))
-  Array(-0.6931472, dtype=float32)
+  DeviceArray(-0.6931472, dtype=float32)
   """
   jnp = _jnp()
   from tracejax._src.scipy.stats.distributions import _promote_inexact_nobroadcast
@@ -558,7 +558,7 @@ def multinomial_pmf(x, n, p):
   """pmf of the multinomial distribution.
 
   >>> multinomial_pmf(jnp.array([1., 1.]), 2., jnp.array([0.5, 0.5]))
-  Array(0.5, dtype=float32)
+  DeviceArray(0.5, dtype=float32)
   """
   return _jnp().exp(multinomial_logpmf(x, n, p))
 
@@ -570,7 +570,7 @@ def gennorm_logpdf(x, beta):
   log(beta / (2 Gamma(1/beta))) - |x|**beta.
 
   >>> gennorm_logpdf(0., 2.)
-  Array(-0.5723649, dtype=float32)
+  DeviceArray(-0.5723649, dtype=float32)
   """
   jnp = _jnp()
   x, beta = _promote_inexact(x, beta)
@@ -581,7 +581,7 @@ def gennorm_pdf(x, beta):
   """Density of the generalized normal distribution.
 
   >>> gennorm_pdf(0., 2.)
-  Array(0.5641896, dtype=float32)
+  DeviceArray(0.5641896, dtype=float32)
   """
   return _jnp().exp(gennorm_logpdf(x, beta))
 
@@ -590,7 +590,7 @@ def gennorm_cdf(x, beta):
   """CDF of the generalized normal distribution: 1/2 + sign(x) P(1/beta, |x|**beta) / 2.
 
   >>> gennorm_cdf(0., 2.)
-  Array(0.5, dtype=float32)
+  DeviceArray(0.5, dtype=float32)
   """
   jnp = _jnp()
   x, beta = _promote_inexact(x, beta)
@@ -601,7 +601,7 @@ def gumbel_r_logpdf(x, loc=0., scale=1.):
   """log density of the right-skewed Gumbel distribution: -z - exp(-z) - log(scale).
 
   >>> gumbel_r_logpdf(0.)
-  Array(-1., dtype=float32)
+  DeviceArray(-1., dtype=float32)
   """
   jnp = _jnp()
   z, scale = _z(x, loc, scale)
@@ -612,7 +612,7 @@ def gumbel_r_pdf(x, loc=0., scale=1.):
   """Density of the right-skewed Gumbel distribution.
 
   >>> gumbel_r_pdf(0.)
-  Array(0.36787945, dtype=float32)
+  DeviceArray(0.36787945, dtype=float32)
   """
   return _jnp().exp(gumbel_r_logpdf(x, loc, scale))
 
@@ -621,7 +621,7 @@ def gumbel_r_logcdf(x, loc=0., scale=1.):
   """log CDF of the right-skewed Gumbel distribution: -exp(-z).
 
   >>> gumbel_r_logcdf(0.)
-  Array(-1., dtype=float32)
+  DeviceArray(-1., dtype=float32)
   """
   z, _ = _z(x, loc, scale)
   return -_jnp().exp(-z)
@@ -631,7 +631,7 @@ def gumbel_r_cdf(x, loc=0., scale=1.):
   """CDF of the right-skewed Gumbel distribution: exp(-exp(-z)).
 
   >>> gumbel_r_cdf(0.)
-  Array(0.36787945, dtype=float32)
+  DeviceArray(0.36787945, dtype=float32)
   """
   return _jnp().exp(gumbel_r_logcdf(x, loc, scale))
 
@@ -640,7 +640,7 @@ def gumbel_r_sf(x, loc=0., scale=1.):
   """Survival function of the right-skewed Gumbel distribution: 1 - exp(-exp(-z)).
 
   >>> gumbel_r_sf(0.)
-  Array(0.63212055, dtype=float32)
+  DeviceArray(0.63212055, dtype=float32)
   """
   return -_jnp().expm1(gumbel_r_logcdf(x, loc, scale))
 
@@ -649,7 +649,7 @@ def gumbel_r_logsf(x, loc=0., scale=1.):
   """log survival function of the right-skewed Gumbel distribution.
 
   >>> gumbel_r_logsf(0.)
-  Array(-0.45867515, dtype=float32)
+  DeviceArray(-0.45867515, dtype=float32)
   """
   return _log1mexp(gumbel_r_logcdf(x, loc, scale))
 
@@ -658,7 +658,7 @@ def gumbel_r_ppf(p, loc=0., scale=1.):
   """Quantile function of the right-skewed Gumbel distribution: loc - scale log(-log p).
 
   >>> gumbel_r_ppf(0.5)
-  Array(0.36651292, dtype=float32)
+  DeviceArray(0.36651292, dtype=float32)
   """
   jnp = _jnp()
   p, loc, scale = _promote_inexact(p, loc, scale)
@@ -669,7 +669,7 @@ def gumbel_l_logpdf(x, loc=0., scale=1.):
   """log density of the left-skewed Gumbel distribution: z - exp(z) - log(scale).
 
   >>> gumbel_l_logpdf(0.)
-  Array(-1., dtype=float32)
+  DeviceArray(-1., dtype=float32)
   """
   jnp = _jnp()
   z, scale = _z(x, loc, scale)
@@ -680,7 +680,7 @@ def gumbel_l_pdf(x, loc=0., scale=1.):
   """Density of the left-skewed Gumbel distribution.
 
   >>> gumbel_l_pdf(0.)
-  Array(0.36787945, dtype=float32)
+  DeviceArray(0.36787945, dtype=float32)
   """
   return _jnp().exp(gumbel_l_logpdf(x, loc, scale))
 
@@ -689,7 +689,7 @@ def gumbel_l_logsf(x, loc=0., scale=1.):
   """log survival function of the left-skewed Gumbel distribution: -exp(z).
 
   >>> gumbel_l_logsf(0.)
-  Array(-1., dtype=float32)
+  DeviceArray(-1., dtype=float32)
   """
   z, _ = _z(x, loc, scale)
   return -_jnp().exp(z)
@@ -699,7 +699,7 @@ def gumbel_l_sf(x, loc=0., scale=1.):
   """Survival function of the left-skewed Gumbel distribution: exp(-exp(z)).
 
   >>> gumbel_l_sf(0.)
-  Array(0.36787945, dtype=float32)
+  DeviceArray(0.36787945, dtype=float32)
   """
   return _jnp().exp(gumbel_l_logsf(x, loc, scale))
 
@@ -708,7 +708,7 @@ def gumbel_l_cdf(x, loc=0., scale=1.):
   """CDF of the left-skewed Gumbel distribution: 1 - exp(-exp(z)).
 
   >>> gumbel_l_cdf(0.)
-  Array(0.63212055, dtype=float32)
+  DeviceArray(0.63212055, dtype=float32)
   """
   return -_jnp().expm1(gumbel_l_logsf(x, loc, scale))
 
@@ -717,7 +717,7 @@ def gumbel_l_logcdf(x, loc=0., scale=1.):
   """log CDF of the left-skewed Gumbel distribution.
 
   >>> gumbel_l_logcdf(0.)
-  Array(-0.45867515, dtype=float32)
+  DeviceArray(-0.45867515, dtype=float32)
   """
   return _log1mexp(gumbel_l_logsf(x, loc, scale))
 
@@ -726,7 +726,7 @@ def gumbel_l_ppf(p, loc=0., scale=1.):
   """Quantile function of the left-skewed Gumbel distribution: loc + scale log(-log(1-p)).
 
   >>> gumbel_l_ppf(0.5)
-  Array(-0.36651292, dtype=float32)
+  DeviceArray(-0.36651292, dtype=float32)
   """
   jnp = _jnp()
   p, loc, scale = _promote_inexact(p, loc, scale)
@@ -760,7 +760,7 @@ def truncnorm_logpdf(x, a, b, loc=0., scale=1.):
   """log density of the normal truncated to [a, b] (in standard units, as SciPy).
 
   >>> truncnorm_logpdf(0.5, -1., 2.)
-  Array(-0.8437722, dtype=float32)
+  DeviceArray(-0.8437722, dtype=float32)
   """
   jnp = _jnp()
   z, a, b, scale = _truncnorm_args(x, a, b, loc, scale)
@@ -772,7 +772,7 @@ def truncnorm_pdf(x, a, b, loc=0., scale=1.):
   """Density of the truncated normal.
 
   >>> truncnorm_pdf(0.5, -1., 2.)
-  Array(0.43009436, dtype=float32)
+  DeviceArray(0.43009436, dtype=float32)
   """
   return _jnp().exp(truncnorm_logpdf(x, a, b, loc, scale))
 
@@ -797,7 +797,7 @@ def truncnorm_logcdf(x, a, b, loc=0., scale=1.):
   """log CDF of the truncated normal: log(Phi(z) - Phi(a)) - log(Phi(b) - Phi(a)).
 
   >>> truncnorm_logcdf(2., -1., 2.)
-  Array(0., dtype=float32)
+  DeviceArray(0., dtype=float32)
   """
   jnp = _jnp()
   z, a, b, _ = _truncnorm_args(x, a, b, loc, scale)
@@ -809,7 +809,7 @@ def truncnorm_logsf(x, a, b, loc=0., scale=1.):
   """log survival function of the truncated normal.
 
   >>> truncnorm_logsf(-1., -1., 2.)
-  Array(0., dtype=float32)
+  DeviceArray(0., dtype=float32)
   """
   jnp = _jnp()
   z, a, b, _ = _truncnorm_args(x, a, b, loc, scale)
@@ -821,7 +821,7 @@ def truncnorm_cdf(x, a, b, loc=0., scale=1.):
   """CDF of the truncated normal.
 
   >>> truncnorm_cdf(2., -1., 2.)
-  Array(1., dtype=float32)
+  DeviceArray(1., dtype=float32)
   """
   return _jnp().exp(truncnorm_logcdf(x, a, b, loc, scale))
 
@@ -830,7 +830,7 @@ def truncnorm_sf(x, a, b, loc=0., scale=1.):
   """Survival function of the truncated normal.
 
   >>> truncnorm_sf(2., -1., 2.)
-  Array(0., dtype=float32)
+  DeviceArray(0., dtype=float32)
   """
   return _jnp().exp(truncnorm_logsf(x, a, b, loc, scale))
 
@@ -842,7 +842,7 @@ def vonmises_logpdf(x, kappa):
   (written with i0e so large kappa does not overflow).
 
   >>> vonmises_logpdf(0., 2.)
-  Array(-0.66189796, dtype=float32)
+  DeviceArray(-0.6618705, dtype=float32)
   """
   jnp = _jnp()
   x, kappa = _promote_inexact(x, kappa)
@@ -854,7 +854,7 @@ def vonmises_pdf(x, kappa):
   """Density of the von Mises distribution.
 
   >>> vonmises_pdf(0., 2.)
-  Array(0.5158854, dtype=float32)
+  DeviceArray(0.5158854, dtype=float32)
   """
   return _jnp().exp(vonmises_logpdf(x, kappa))
 
@@ -864,7 +864,7 @@ def wrapcauchy_logpdf(x, c):
   log((1 - c**2) / (2 pi (1 + c**2 - 2 c cos x))), 0 < c < 1.
 
   >>> wrapcauchy_logpdf(0., 0.5)
-  Array(-0.7392926, dtype=float32)
+  DeviceArray(-0.7392647, dtype=float32)
   """
   jnp = _jnp()
   x, c = _promote_inexact(x, c)
@@ -877,6 +877,6 @@ def wrapcauchy_pdf(x, c):
   """Density of the wrapped Cauchy distribution.
 
   >>> wrapcauchy_pdf(0., 0.5)
-  Array(0.47746483, dtype=float32)
+  DeviceArray(0.47746483, dtype=float32)
   """
   return _jnp().exp(wrapcauchy_logpdf(x, c))

@@ -14,6 +14,10 @@ from tracejax._src.interpreters import ad, batching, lowering
 NO_JVP = {
     "custom_lin": "linear by construction; reverse mode transposes it with the user's bwd",
     "xla_call": "handled generically: jvp of the called jaxpr",
+    "scatter_apply": "JAX raises 'scatter_apply JVP not implemented' (an arbitrary update "
+                     "function has no derivative rule)",
+    "select_and_scatter": "JAX has none either; only select_and_scatter_add (max-pool's "
+                          "transpose) is differentiated",
 }
 NO_BATCH = {
     "custom_lin": "only ever staged into a linear jaxpr, then transposed",

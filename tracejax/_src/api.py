@@ -573,6 +573,8 @@ def _grad_as_array(g, primal):
     return g
   aval = _abstractify(primal).at_least_vspace()
   value = np.asarray(g)
+  if value.dtype == dtypes.float0 or aval.dtype == dtypes.float0:
+    return value  # float0 gradients (allow_int) are host values in JAX too; never on device
   if dtypes.issubdtype(aval.dtype, np.inexact):
     value = value.astype(aval.dtype)
   from tracejax._src.runtime.array import from_numpy

@@ -157,6 +157,9 @@ _INTERPRETER_ALIASES = {
 _LAZY_ATTRIBUTES = {
     "mask": "tracejax._src.experimental.masking",
     "shapecheck": "tracejax._src.experimental.masking",
+    "make_array_from_callback": "tracejax._src.multihost",
+    "make_array_from_process_local_data": "tracejax._src.multihost",
+    "make_array_from_single_device_arrays": "tracejax._src.multihost",
 }
 
 

@@ -23,6 +23,8 @@ USAGE = """\
 usage: python -m tracejax run SCRIPT [ARGS...]     run a JAX program on tracejax
        python -m tracejax run -m MODULE [ARGS...]  run a module, like `python -m`
        python -m tracejax run -c CODE [ARGS...]    run a string, like `python -c`
+       python -m tracejax graph SCRIPT.py:FUNCTION --args "f32[3],f32[3]" [-o OUT.png]
+                                                   draw FUNCTION's jaxpr
        python -m tracejax --help | --version
 
 `import jax` (and every `jax.*` module) gives tracejax, in this interpreter and
@@ -105,6 +107,9 @@ def main(argv=None):
   if argv and argv[0] in ("-V", "--version"):
     print(_version())
     return 0
+  if argv and argv[0] == "graph":  # a picture of a function's jaxpr (experimental)
+    from tracejax._src.experimental.jaxpr_graph import main as graph_main
+    return graph_main(argv[1:])
   if not argv or argv[0] != "run":
     return _usage_error("expected the command `run`" if argv else None)
   if len(argv) < 2:
@@ -121,6 +126,8 @@ def main(argv=None):
   from tracejax._src import jax_alias
   jax_alias.install()
   propagate_to_children()
+  from tracejax._src import traceback_util  # uncaught errors: no runpy/launcher frames
+  traceback_util.install_run_excepthook()
   if kind == "-m":
     sys.argv = list(rest)  # runpy replaces argv[0] with the module's file, as `python -m`
     runpy.run_module(rest[0], run_name="__main__", alter_sys=True)

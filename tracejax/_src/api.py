@@ -7,7 +7,8 @@ import functools
 
 import numpy as np
 
-from tracejax._src import dtypes, tree_util, util
+from tracejax._src import api_util, dtypes, tree_util, util
+from tracejax._src import traceback_util
 from tracejax._src.config import config
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
@@ -76,6 +77,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
   static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
   @functools.wraps(fun)
+  @traceback_util.api_boundary
   def make_jaxpr_f(*args, **kwargs):
     dyn = [a for i, a in enumerate(args) if i not in static_argnums]
     leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
@@ -101,6 +103,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
   return make_jaxpr_f
 
 
+@traceback_util.api_boundary
 def eval_shape(fun, *args, **kwargs):
   """The output shapes/dtypes of `fun(*args)` as ShapeDtypeStructs, without computing."""
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
@@ -253,9 +256,11 @@ def device_put(x, device=None):
   def put(leaf):
     if isinstance(leaf, Tracer):
       return leaf
-    aval = avals_mod.get_aval(leaf)
+    aval = avals_mod.get_aval(api_util.check_array_dtype(leaf))
     if isinstance(target, sharding_mod.PmapSharding):
       return sharding_mod.shard_to_devices(leaf, aval, target._devices, True)
+    if sharding_mod.is_spmd_sharding(target):  # NamedSharding: one block per device
+      return sharding_mod.put_sharded(leaf, aval, target)
     if isinstance(target, sharding_mod.Sharding):
       raise TypeError(f"device_put does not support sharding {target!r} yet")
     if isinstance(leaf, Array):
@@ -335,6 +340,7 @@ def _flat_fun_args(fun, args):
   return flat, leaves, in_tree, store
 
 
+@traceback_util.api_boundary
 def jvp(fun, primals, tangents, has_aux=False):
   """Forward mode: `(fun(*primals), J(primals) @ tangents)`, pytrees in and out.
 
@@ -357,7 +363,7 @@ def jvp(fun, primals, tangents, has_aux=False):
   def flat(*xs):
     out = fun(*tree_util.tree_unflatten(p_tree, xs))
     if has_aux:
-      out, aux = out
+      out, aux = api_util.split_aux(out)
       aux_store.append(aux)
     leaves, tree = tree_util.tree_flatten(out)
     store.append(tree)
@@ -382,6 +388,7 @@ def _strip_aux(aux):
   return aux
 
 
+@traceback_util.api_boundary
 def linearize(fun, *primals, has_aux=False):
   """`(fun(*primals), f_jvp)` where `f_jvp` evaluates the linearized function."""
   p_leaves, p_tree = tree_util.tree_flatten(primals)
@@ -390,7 +397,7 @@ def linearize(fun, *primals, has_aux=False):
   def flat(*xs):
     out = fun(*tree_util.tree_unflatten(p_tree, xs))
     if has_aux:
-      out, aux = out
+      out, aux = api_util.split_aux(out)
       aux_store.append(aux)
     leaves, tree = tree_util.tree_flatten(out)
     store.append(tree)
@@ -425,17 +432,26 @@ class _VJPFunction:
         out_tree, in_tree, in_avals, out_avals)
 
   def __call__(self, *cts):
-    ct = cts[0] if len(cts) == 1 else cts
-    ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+    # As JAX: exactly one argument, of the output's tree, each leaf of its output's
+    # tangent type (a wrong dtype would otherwise surface as an internal lax error).
+    if len(cts) != 1:
+      raise TypeError(f"The function returned by `jax.vjp` was called with {len(cts)} "
+                      "arguments, but functions returned by `jax.vjp` must be called with a "
+                      "single argument corresponding to the single value returned by the "
+                      "function being differentiated (even if that returned value is a tuple "
+                      "or other container)")
+    ct_leaves, ct_tree = tree_util.tree_flatten(cts[0])
     if ct_tree != self.out_tree:
-      raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                      f"structure of primal output {self.out_tree}.")
-    for i, (c, a) in enumerate(zip(ct_leaves, self.out_avals)):
-      ca = _abstractify(c)
-      if ca.shape != a.shape:
-        raise ValueError(f"Shape of cotangent input to vjp pullback function {ca.shape} "
-                         f"must be the same as the shape of corresponding primal input "
-                         f"{a.shape} (output leaf {i}).")
+      raise ValueError("unexpected tree structure of the argument to a VJP function returned "
+                       "by `jax.vjp`: it must match the pytree structure of the output of the "
+                       f"differentiated function, {self.out_tree}, but got {ct_tree}.")
+    for c, a in zip(ct_leaves, self.out_avals):
+      ca, ta = _abstractify(c), a.at_least_vspace()
+      if ca.shape != a.shape or (ta.dtype != dtypes.float0 and ca.dtype != ta.dtype):
+        raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                         f"function: got {ca.str_short()}, but expected {ta.str_short()} "
+                         "because the corresponding output of the differentiated function "
+                         f"had JAX type {a.str_short()}")
     lin_cts = [c for c, nz in zip(ct_leaves, self.out_nz) if nz]
     cts_in = ad.backward_pass(self.jaxpr, self.consts, lin_cts)
     cts_in = [_ct_value(c, a) for c, a in zip(cts_in, self.in_avals)]
@@ -448,6 +464,7 @@ def _ct_value(c, aval):
   return c
 
 
+@traceback_util.api_boundary
 def vjp(fun, *primals, has_aux=False):
   """`(fun(*primals), f_vjp)`; `f_vjp(ct)` returns the cotangents of the primals (a tuple)."""
   p_leaves, p_tree = tree_util.tree_flatten(primals)
@@ -456,7 +473,7 @@ def vjp(fun, *primals, has_aux=False):
   def flat(*xs):
     out = fun(*tree_util.tree_unflatten(p_tree, xs))
     if has_aux:
-      out, aux = out
+      out, aux = api_util.split_aux(out)
       aux_store.append(aux)
     leaves, tree = tree_util.tree_flatten(out)
     store.append(tree)
@@ -521,8 +538,10 @@ def _argnums_split(args, argnums, fun_name):
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
                    reduce_axes=()):
   """A function returning `(fun(*args), gradient)` (and aux with `has_aux`)."""
+  api_util.check_callable(fun)
   @util.wraps(fun, docstr="Value and gradient of {fun} with respect to positional "
               "argument(s) " + str(argnums) + ".")
+  @traceback_util.api_boundary
   def value_and_grad_f(*args, **kwargs):
     nums = _argnums_split(args, argnums, fun)
     dyn = tuple(args[i] for i in nums)
@@ -591,6 +610,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
 
   @util.wraps(fun, docstr="Gradient of {fun} with respect to positional argument(s) "
               + str(argnums) + ".")
+  @traceback_util.api_boundary
   def grad_f(*args, **kwargs):
     if has_aux:
       (_, aux), g = vg(*args, **kwargs)
@@ -604,6 +624,8 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
   """The Jacobian of `fun` by forward mode (vmap of jvp over the input basis)."""
+  api_util.check_callable(fun)
+  @traceback_util.api_boundary
   def jacfun(*args, **kwargs):
     nums = _argnums_split(args, argnums, fun)
     dyn = tuple(args[i] for i in nums)
@@ -640,6 +662,10 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
     def arrange(jl, yl):
       yshape = np.shape(yl)
+      if getattr(jl, "dtype", None) == dtypes.float0:
+        # An integer output's tangents are float0 (no data, never sent to XLA); its
+        # Jacobian is zeros of the output's dtype, as JAX returns.
+        jl = np.zeros(np.shape(jl), dtypes.dtype(yl))
       jl = lax_utils.moveaxis(jl, 0, -1) if np.ndim(jl) > 0 else jl
       parts, start = [], 0
       for shp, n in zip(in_shapes, sizes):
@@ -687,6 +713,8 @@ def _std_basis(leaves):
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
   """The Jacobian of `fun` by reverse mode (vmap of vjp over the output basis)."""
+  api_util.check_callable(fun)
+  @traceback_util.api_boundary
   def jacfun(*args, **kwargs):
     nums = _argnums_split(args, argnums, fun)
     dyn = tuple(args[i] for i in nums)
@@ -757,14 +785,20 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
   >>> vmap(lambda x: x * 2)(jnp.arange(3))
   DeviceArray([0, 2, 4], dtype=int32)
   """
+  api_util.check_callable(fun)
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
   if not (in_axes is None or isinstance(in_axes, (int, tuple, dict)) or
           tree_util.all_leaves([in_axes], is_leaf=lambda x: x is None) is not None):
     raise TypeError(f"vmap in_axes must be an int, None, or (nested) container with those "
                     f"types as leaves, but got {in_axes}.")
+  if not all(a is None or isinstance(a, int)
+             for a in tree_util.tree_leaves(out_axes, is_leaf=lambda x: x is None)):
+    raise TypeError("vmap out_axes must be an int, None, or (nested) container with those "
+                    f"types as leaves, but got {out_axes}.")
 
   @util.wraps(fun, docstr="Vectorized version of {fun}.")
+  @traceback_util.api_boundary
   def vmap_f(*args, **kwargs):
     if kwargs:
       f = lambda *a: fun(*a, **kwargs)
@@ -803,7 +837,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     if axis_size is not None:
       size = axis_size
     elif not sizes:
-      raise ValueError("vmap must have at least one non-None value in in_axes")
+      raise ValueError("vmap must have at least one non-None value in in_axes or axis_size "
+                       "must be specified")
     else:
       size = sizes[0]
     if any(s != size for s in sizes):

@@ -9,6 +9,8 @@ gives the output's tree once the function has been called:
     outs = flat_f.call_wrapped(*leaves)
     result = tree_unflatten(out_tree(), outs)
 """
+import numpy as np
+
 from tracejax._src import linear_util as lu
 from tracejax._src import tree_util
 
@@ -35,10 +37,54 @@ def flatten_fun_nokwargs(f, in_tree):
   return lu.transformation_with_aux(_flatten_fun_nokwargs, f, in_tree)
 
 
+def split_aux(out):
+  """Split the `(output, aux)` pair of a `has_aux` function, or raise JAX's TypeError.
+
+  A list of two is accepted as JAX does; anything else (a bare array would otherwise be
+  unpacked along its first axis) is an error naming what the function must return.
+
+  >>> split_aux((1.0, {"n": 2}))
+  (1.0, {'n': 2})
+  """
+  if not (isinstance(out, (tuple, list)) and len(out) == 2):
+    raise TypeError("expected function with aux output to return a two-element tuple, but "
+                    f"got type {type(out)} with value {out}")
+  return out[0], out[1]
+
+
+def check_callable(fun):
+  """Raise JAX's TypeError when a transformation is applied to a non-callable.
+
+  >>> check_callable(len) is None
+  True
+  """
+  if not callable(fun):
+    raise TypeError(f"Expected a callable value, got {fun!r}")
+
+
+# NumPy kinds with no XLA element type: object, str, bytes, datetime64, timedelta64.
+_NON_NUMERIC_KINDS = frozenset("OUSMm")
+
+
+def check_array_dtype(x):
+  """Raise JAX's TypeError for a NumPy array/scalar of a non-numeric dtype; return `x`.
+
+  Without this check such values reach jaxlib and fail with its raw transfer error.
+
+  >>> check_array_dtype(np.ones(2)).shape
+  (2,)
+  """
+  dt = getattr(x, "dtype", None)
+  if isinstance(x, (np.ndarray, np.generic)) and dt.kind in _NON_NUMERIC_KINDS:
+    raise TypeError(f"Dtype {dt} is not a valid JAX array type. Only arrays of numeric types "
+                    "are supported by JAX.")
+  return x
+
+
 def _flatten_fun_nokwargs2(in_tree, *args_flat):
   py_args = tree_util.tree_unflatten(in_tree, args_flat)
   pair = yield py_args, {}
-  ans, aux = pair
+  ans, aux = split_aux(pair)
   ans_flat, ans_tree = tree_util.tree_flatten(ans)
   aux_flat, aux_tree = tree_util.tree_flatten(aux)
   yield (ans_flat, aux_flat), (ans_tree, aux_tree)

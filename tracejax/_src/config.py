@@ -102,6 +102,11 @@ config.define("jax_enable_x64", False, help="Enable 64-bit dtypes.")
 config.define("jax_debug_nans", False, help="Raise FloatingPointError when a NaN is produced.")
 config.define("jax_debug_infs", False, help="Raise FloatingPointError when an inf is produced.")
 config.define("jax_disable_jit", False, help="Run jitted functions op by op.")
+# JAX's values; "auto" picks "tracebackhide" under IPython, else "quiet_remove_frames"
+# (see tracejax/_src/traceback_util.py).
+config.define("jax_traceback_filtering", "auto",
+              choices=("auto", "off", "tracebackhide", "remove_frames", "quiet_remove_frames"),
+              help="How tracejax-internal frames are removed from tracebacks.")
 # `allow` is what JAX's code has always defaulted to (0.1.62's quickstart text calls
 # `warn` the default, but its code never did).
 config.define("jax_numpy_rank_promotion", "allow", choices=("allow", "warn", "raise"),

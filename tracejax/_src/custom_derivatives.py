@@ -222,19 +222,52 @@ class custom_jvp:
       ps = tree_util.tree_unflatten(in_tree, primals)
       ts = tree_util.tree_unflatten(in_tree, [_float0_zeros(t) for t in tangents])
       nd_vals = [static[i] for i in nd]
-      out, t_out = self.jvp(*nd_vals, tuple(ps), tuple(ts))
+      rule_out = self.jvp(*nd_vals, tuple(ps), tuple(ts))
+      names = (f"{util.fun_name(self.jvp)} for function {util.fun_name(self.fun)}")
+      if not (isinstance(rule_out, (list, tuple)) and len(rule_out) == 2):
+        raise TypeError(f"Custom JVP rule {names} must produce a pair (list or tuple of length "
+                        f"two) representing primal and tangent outputs, but got {rule_out}.")
+      out, t_out = rule_out
       o, tree = tree_util.tree_flatten(out)
       to, ttree = tree_util.tree_flatten(t_out)
       if tree != ttree:
-        raise TypeError("Custom JVP rule must produce primal and tangent outputs with equal "
-                        f"container (pytree) structures, but got {tree} and {ttree} "
+        raise TypeError(f"Custom JVP rule {names} must produce primal and tangent outputs with "
+                        f"equal container (pytree) structures, but got {tree} and {ttree} "
                         "respectively.")
+      _check_rule_tangents(o, to)
       out_store[:] = [tree]
       return o, to
 
     outs = custom_jvp_call_p.bind(*leaves, call=call, jvp=jvp, num_consts=0,
                                   symbolic_zeros=self.symbolic_zeros)
     return tree_util.tree_unflatten(out_store[0], outs)
+
+
+def _leaf_aval(x):
+  """The aval of a rule's output leaf, or None for a symbolic zero / non-array value."""
+  if x is None or type(x) is ad.Zero:
+    return None
+  try:
+    return _aval(x)
+  except TypeError:
+    return None
+
+
+def _check_rule_tangents(primals_out, tangents_out):
+  # A tangent must have its primal's tangent type, as in JAX: shapes always; dtypes
+  # unless the primal is integer/bool (its tangent type float0 is not checked).
+  # Weak types are ignored, so a Python `0.` is a float32 tangent while x64 is off.
+  for p, t in zip(primals_out, tangents_out):
+    pa, ta = _leaf_aval(p), _leaf_aval(t)
+    if pa is None or ta is None:
+      continue
+    expected = pa.at_least_vspace()
+    dtype_ok = expected.dtype == dtypes.float0 or ta.dtype == expected.dtype
+    if ta.shape != expected.shape or not dtype_ok:
+      raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
+                      "corresponding shapes and dtypes. Expected "
+                      f"{expected.str_short()} (tangent type of {pa.str_short()}) but got "
+                      f"{ta.str_short()}.")
 
 
 def _zeros_like(x):
@@ -416,7 +449,16 @@ class custom_vjp:
       return o
 
     def fwd(*xs):
-      out, res = self.fwd(*full_args(tree_util.tree_unflatten(in_tree, xs)))
+      fwd_out = self.fwd(*full_args(tree_util.tree_unflatten(in_tree, xs)))
+      if not (isinstance(fwd_out, (list, tuple)) and len(fwd_out) == 2):
+        fn, f = util.fun_name(self.fwd), util.fun_name(self.fun)
+        raise TypeError(f"Custom VJP fwd rule {fn} for function {f} must produce a pair (list "
+                        "or tuple of length two) where the first element represents the "
+                        "primal output (equal to those of the custom_vjp-decorated function "
+                        f"{f}) and the second element represents residuals (i.e. values "
+                        "stored from the forward pass for use on the backward pass), but "
+                        f"instead of a pair the fwd rule {fn} produced {fwd_out}.")
+      out, res = fwd_out
       o, t = tree_util.tree_flatten(out)
       r, rt = tree_util.tree_flatten(res)
       store["out"], store["res"] = t, rt
@@ -430,9 +472,12 @@ class custom_vjp:
       if not isinstance(cts_in, tuple):
         cts_in = (cts_in,)  # the 2020 documents return a bare value for one argument
       if len(cts_in) != len(dyn):
-        raise TypeError(f"Custom VJP bwd rule must produce an output with the same container "
-                        f"(pytree) structure as the args tuple of the primal function, "
-                        f"got {len(cts_in)} cotangents for {len(dyn)} arguments.")
+        raise TypeError("Custom VJP bwd rule must produce an output with the same container "
+                        "(pytree) structure as the args tuple of the primal function, and in "
+                        "particular must produce a tuple of length equal to the number of "
+                        "arguments to the primal function, but got bwd output structure "
+                        f"{tree_util.tree_structure(cts_in)} for primal input structure "
+                        f"{tree_util.tree_structure(dyn)}.")
       flat = []
       for c, a in zip(cts_in, dyn):
         sub_leaves, sub_tree = tree_util.tree_flatten(a)
@@ -441,10 +486,26 @@ class custom_vjp:
         else:
           flat += tree_util.tree_flatten(c, is_leaf=lambda x: x is None)[0] \
               if tree_util.tree_structure(c) != sub_tree else tree_util.tree_leaves(c)
+      _check_bwd_shapes(flat, dyn_avals, dyn)
       return [c if c is not None else _zeros_like_aval(a) for c, a in zip(flat, dyn_avals)]
 
     outs = custom_vjp_call_p.bind(*leaves, call=call, fwd=fwd, bwd=bwd, num_consts=0)
     return tree_util.tree_unflatten(store["out"], outs)
+
+
+def _check_bwd_shapes(cts, avals, dyn):
+  # As JAX: a cotangent of another shape than its (float) input is an error naming
+  # where in the args tuple it is; another dtype is accepted (JAX 0.10.2 does too).
+  for i, (c, a) in enumerate(zip(cts, avals)):
+    ca = _leaf_aval(c)
+    if ca is None or not dtypes.issubdtype(a.dtype, np.inexact) or ca.shape == a.shape:
+      continue
+    paths = tree_util.tree_flatten_with_path(dyn)[0]
+    where = tree_util.keystr(paths[i][0]) if i < len(paths) else f"[{i}]"
+    raise ValueError("Custom VJP bwd rule must produce an output with the same type as the "
+                     f"args tuple of the primal function, but at output{where} the bwd rule "
+                     f"produced an output of type {ca.str_short()} corresponding to an input "
+                     f"of type {a.str_short()}, so the shapes do not match")
 
 
 def _zeros_like_aval(aval):

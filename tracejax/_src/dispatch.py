@@ -92,6 +92,9 @@ def apply_primitive(prim, *args, **params):
     key = (prim, _params_key(params), avals)
     entry = _cache.get(key)
   if sharding.needs_placement(args):
+    if sharding.spmd_arrays(args):  # laid out over a mesh: runs sharded, as in JAX
+      from tracejax._src.interpreters import pxla  # (pxla is below dispatch's users)
+      return pxla.apply_spmd(prim, args, avals, params, key[1])
     # Committed inputs (or several devices, or another default device): run where the
     # committed inputs are, moving the others there.
     device, committed = sharding.placement(args, prim.name)

@@ -409,9 +409,20 @@ def scalar_type_of(x):
 
 
 def to_inexact_dtype(d):
-  """`d` if it is inexact, else the default float dtype."""
+  """`d` if it is inexact; else the float type JAX gives integers and bools.
+
+  Integers of up to 32 bits and bool become float32 and 64-bit integers float64
+  (then canonicalized, so float32 again with x64 off): with x64 on, `mean` of an
+  int32 or bool array is float32, as in JAX, not the default float64.
+  """
   dt = _as_dtype(d)
-  return dt if is_inexact(dt) else default_float_dtype()
+  if is_inexact(dt):
+    return dt
+  if dt.kind in "iu" and dt.itemsize == 8:
+    return canonicalize_dtype(_f8)
+  if dt.kind in "iub" or dt.type in _ml_int_types:
+    return _f4
+  return default_float_dtype()
 
 
 def to_complex_dtype(d):

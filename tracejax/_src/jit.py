@@ -20,7 +20,8 @@ import weakref
 
 import numpy as np
 
-from tracejax._src import dtypes, errors, tree_util, util
+from tracejax._src import api_util, dtypes, errors, tree_util, util
+from tracejax._src import traceback_util
 from tracejax._src.config import config
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
@@ -28,7 +29,7 @@ from tracejax._src.core import trace as _trace_mod
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, eval_trace
 from tracejax._src.core.trace import _ctx as _trace_ctx
 from tracejax._src import dispatch, stages
-from tracejax._src.interpreters import lowering, staging
+from tracejax._src.interpreters import lowering, pxla, staging
 from tracejax._src.runtime import backend
 from tracejax._src.runtime import sharding
 from tracejax._src.runtime.array import Array
@@ -118,6 +119,7 @@ class _Entry:
 def _arg_aval(x, fun, path):
   if type(x) is Array:
     return x.aval
+  api_util.check_array_dtype(x)  # NumPy strings/objects: JAX's error, not XLA's
   try:
     return avals_mod.get_aval(x)
   except TypeError:
@@ -155,9 +157,9 @@ class Jitted:
   """
 
   def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-               device=None, backend=None, inline=False, keep_unused=False):
-    if not callable(fun):
-      raise TypeError(f"jit expects a callable, got {fun!r}")
+               device=None, backend=None, inline=False, keep_unused=False,
+               in_shardings=None, out_shardings=None):
+    api_util.check_callable(fun)
     self.fun = fun
     self.static_argnums = _normalize_argnums(static_argnums, "static_argnums")
     if isinstance(static_argnames, str):
@@ -165,14 +167,19 @@ class Jitted:
     self.static_argnames = tuple(static_argnames)
     self.donate_argnums = _normalize_argnums(donate_argnums, "donate_argnums")
     self.device, self.backend, self.inline = device, backend, inline
+    self._shardings = pxla.spmd_options(in_shardings, out_shardings)
     self.options = (self.static_argnums, self.static_argnames, self.donate_argnums,
-                    device, backend, inline)
+                    device, backend, inline) + \
+        ((self._shardings[:2],) if self._shardings else ())
     self._cache = _cache_for(fun, self.options)
     self._name = util.fun_name(fun)
     try:
       self._sig = inspect.signature(fun)
     except (TypeError, ValueError):
       self._sig = None
+    if self._sig is not None:
+      _check_argnums_against_signature(self._sig, self.static_argnums, self.static_argnames,
+                                       self.donate_argnums)
     functools.update_wrapper(self, fun, updated=())
 
   def __get__(self, obj, objtype=None):
@@ -239,6 +246,8 @@ class Jitted:
     def flat_fun(*flat_args):
       dyn, dkw = tree_util.tree_unflatten(in_tree, flat_args)
       args, kwargs = self._merge(dyn, dkw, svals)
+      if flat_args and isinstance(flat_args[0], Tracer):  # for errors naming an argument
+        flat_args[0]._trace.debug_info = _debug_info(self, in_tree, svals, len(args))
       out = self.fun(*args, **kwargs)
       leaves, out_tree = tree_util.tree_flatten(out)
       for i, x in enumerate(leaves):
@@ -284,16 +293,20 @@ class Jitted:
 
   # -- calling --
 
+  @traceback_util.api_boundary
   def __call__(self, *args, **kwargs):
     return self._call_python(args, kwargs)[0]
 
+  @traceback_util.api_boundary  # the C++ dispatcher's way into Python: errors surface here
   def _cache_miss(self, *args, **kwargs):
     """Called by the C++ dispatcher: (output, fast-path data or None, False)."""
     out, e, n_leaves = self._call_python(args, kwargs)
     fastpath = None
     if e is not None and not (config.jax_debug_nans or config.jax_debug_infs):
       out_treedef = backend.pytree_registry.flatten(out)[1]
-      fastpath = backend.fastpath_data(e.exe, out_treedef, n_leaves, e.const_bufs)
+      spmd = getattr(e, "spmd_fastpath", None)   # an SPMD entry (interpreters/pxla.py)
+      fastpath = spmd(out_treedef) if spmd is not None else \
+          backend.fastpath_data(e.exe, out_treedef, n_leaves, e.const_bufs)
     return out, fastpath, False
 
   def _call_python(self, args, kwargs):
@@ -310,6 +323,10 @@ class Jitted:
       return self.fun(*args, **kwargs), None, 0  # the function's own error message
     in_avals = tuple([_arg_aval(x, self.fun, i) for i, x in enumerate(leaves)])
     key = (in_tree, skey, in_avals, tuple([getattr(config, f) for f in _TRACE_FLAGS]))
+    if self._shardings is not None or sharding.spmd_arrays(leaves):
+      # Shardings asked for, or arguments laid out over a mesh: one SPMD program.
+      out, e = pxla.call_spmd(self, leaves, in_tree, in_avals, key, svals, dyn, dkw)
+      return out, e, len(leaves)
     placed = None
     if self.device is not None or self.backend is not None or \
         sharding.needs_placement(leaves):
@@ -411,6 +428,7 @@ class Jitted:
                              self.donate_argnums)
     return stages.Traced(ir.ClosedJaxpr(jaxpr, consts), info)
 
+  @traceback_util.api_boundary
   def lower(self, *args, **kwargs):
     """Trace and lower for these arguments; returns a `stages.Lowered`
     (`.as_text()`, `.compile()`, `.cost_analysis()`)."""
@@ -449,19 +467,85 @@ def _private_buffer(x, aval):
   return backend.device_put(np.asarray(x, aval.dtype))
 
 
+def _debug_info(jitted, in_tree, svals, nargs):
+  """(name, source location, "jit", names of the flat inputs) for error messages
+  (`errors.origin_message`); the names are computed only if an error needs them."""
+  fun = inspect.unwrap(jitted.fun)
+  code = getattr(fun, "__code__", None)
+  where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+
+  def names():
+    try:
+      params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+      params = []
+    pos = jitted._dyn_positions(nargs, svals)
+    out = []
+    for path, _ in tree_util.tree_flatten_with_path(
+        tree_util.tree_unflatten(in_tree, [0] * in_tree.num_leaves))[0]:
+      kind, key, rest = path[0].idx, path[1], path[2:]
+      if kind == 0:
+        i = pos[key.idx] if key.idx < len(pos) else key.idx
+        base = params[i] if i < len(params) and not params[i].startswith("*") else f"args[{i}]"
+      else:
+        base = key.key
+      out.append(base + tree_util.keystr(tuple(rest)))
+    return out
+  return getattr(jitted, "_name", "<fun>"), where, "jit", names
+
+
 def _normalize_argnums(argnums, name):
   if argnums is None:
     return ()
   if isinstance(argnums, int):
     return (argnums,)
   try:
-    return tuple(int(i) for i in argnums)
+    items = list(argnums)
   except TypeError:
     raise TypeError(f"{name} must be an int or a sequence of ints, got {argnums!r}") from None
+  # operator.index, not int(): a string or float argnum is a TypeError (as in JAX), not
+  # parsed or truncated.
+  for i in items:
+    if not hasattr(type(i), "__index__"):
+      raise TypeError(f"{name} must be an int or a sequence of ints, got {argnums!r}")
+  return tuple(int(i) for i in items)
+
+
+def _check_argnums_against_signature(sig, static_argnums, static_argnames, donate_argnums):
+  """Reject, when `jit` is applied, argument numbers/names the function cannot take.
+
+  As JAX: an argnum past the positional parameters (unless there is `*args`), a
+  static name that is no parameter (unless there is `**kwargs`), and an argument
+  both static and donated are ValueErrors, instead of being silently ignored.
+  """
+  params = list(sig.parameters.values())
+  kinds = {p.kind for p in params}
+  P = inspect.Parameter
+  n_pos = sum(p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD) for p in params)
+  if P.VAR_POSITIONAL not in kinds:
+    for name, nums in (("static_argnums", static_argnums), ("donate_argnums", donate_argnums)):
+      if any(not -n_pos <= i < n_pos for i in nums):
+        raise ValueError(f"Jitted function has {name}={nums}, but only accepts {n_pos} "
+                         "positional arguments.")
+  if P.VAR_KEYWORD not in kinds:
+    names = {p.name for p in params if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)}
+    bad = set(static_argnames) - names
+    if bad:
+      raise ValueError(f"Jitted function has invalid argnames {bad} in static_argnames. "
+                       "Function does not take these args.")
+  if P.VAR_POSITIONAL not in kinds and n_pos:
+    both = {i % n_pos for i in static_argnums} & {i % n_pos for i in donate_argnums}
+    both |= {i for i, p in enumerate(params[:n_pos]) if p.name in static_argnames
+             and i in {j % n_pos for j in donate_argnums}}
+    if both:
+      names = {params[i].name for i in both}
+      raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
+                       f"names {names} appear in both static_argnames and donate_argnames")
 
 
 def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
-        device=None, backend=None, inline=False, keep_unused=False):
+        device=None, backend=None, inline=False, keep_unused=False, in_shardings=None,
+        out_shardings=None):
   """Compile `fun` with XLA; traces once per argument shape/dtype/static values.
 
   Usable as `jit(f)`, `@jit` or `@jit(static_argnums=...)` (and with
@@ -475,9 +559,10 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
   if fun is None:
     return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
                          donate_argnums=donate_argnums, device=device, backend=backend,
-                         inline=inline)
+                         inline=inline, in_shardings=in_shardings,
+                         out_shardings=out_shardings)
   jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums, device, backend,
-                  inline)
+                  inline, in_shardings=in_shardings, out_shardings=out_shardings)
   if jitted.donate_argnums or jitted.static_argnums or jitted.static_argnames:
     # Donation and static arguments stay on the Python path: the C++ one rejects
     # unhashable static values, which tracejax accepts (by identity, with a warning).

@@ -6,7 +6,8 @@ first use, like the top-level `tracejax` package does.
 """
 import importlib as _importlib
 
-_SUBMODULES = frozenset({"checkify", "jet", "loops", "ode", "optimizers", "optix", "stax"})
+_SUBMODULES = frozenset({"checkify", "jaxpr_graph", "jet", "loops", "ode", "optimizers", "optix",
+                         "stax", "multihost_utils"})
 
 
 def __getattr__(name):

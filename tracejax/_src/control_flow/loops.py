@@ -187,6 +187,51 @@ def _while_transpose(*args, **params):
 ad.primitive_transposes[while_p] = _while_transpose
 
 
+def _while_partial_eval(trace, args, params):
+  """Linearizing a while loop: the carries that stay known (the primal ones, under a
+  JVP) run in a known while of their own; the whole loop is staged for the unknown
+  (tangent) outputs. Reverse mode then only meets the staged loop when a cotangent
+  really flows into it (JAX: grad through a loop whose tangents are unused is fine)."""
+  cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
+  cnc, bnc = params["cond_nconsts"], params["body_nconsts"]
+  unk = [trace.is_unknown(x) for x in args]
+  cc_u, bc_u, k_u = _split3(unk, cnc, bnc)
+  ncar = len(k_u)
+  if any(cc_u):
+    return trace.tangent_trace.process_primitive(while_p, args, params)
+  while True:  # fixpoint: a carry that becomes unknown stays unknown
+    out_u = ad.partial_eval_jaxpr(body_jaxpr, bc_u + k_u, [False] * ncar)[3]
+    new = [a or b for a, b in zip(k_u, out_u)]
+    if new == k_u:
+      break
+    k_u = new
+  if not any(k_u) or ad.partial_eval_jaxpr(cond_jaxpr, cc_u + k_u, [False])[3][0]:
+    # Nothing to split, or the trip count itself depends on an unknown.
+    return trace.tangent_trace.process_primitive(while_p, args, params)
+  cconsts, bconsts, init = _split3(args, cnc, bnc)
+  kb, kb_consts, _, _, _ = ad.partial_eval_jaxpr(body_jaxpr, bc_u + k_u, [False] * ncar)
+  kc, kc_consts, _, _, _ = ad.partial_eval_jaxpr(cond_jaxpr, cc_u + k_u, [False])
+  n_kk = ncar - sum(k_u)
+  # Keep only the known carries' outputs (drop the residuals).
+  kb = ir.Jaxpr(kb.constvars, kb.invars, kb.outvars[:n_kk], kb.eqns)
+  kc = ir.Jaxpr(kc.constvars, kc.invars, kc.outvars[:1], kc.eqns)
+  kb, kb_consts = common.close_jaxpr(kb, kb_consts)
+  kc, kc_consts = common.close_jaxpr(kc, kc_consts)
+  known_cc = list(kc_consts) + cconsts
+  known_bc = list(kb_consts) + [c for c, u in zip(bconsts, bc_u) if not u]
+  known_k = [c for c, u in zip(init, k_u) if not u]
+  with set_current_trace(trace.parent):
+    known_outs = while_p.bind(*known_cc, *known_bc, *known_k, cond_jaxpr=kc,
+                              body_jaxpr=kb, cond_nconsts=len(known_cc),
+                              body_nconsts=len(known_bc))
+  staged = trace.tangent_trace.process_primitive(while_p, args, params)
+  ko = iter(known_outs)
+  return [s_ if u else next(ko) for s_, u in zip(staged, k_u)]
+
+
+ad.partial_eval_rules[while_p] = _while_partial_eval
+
+
 def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
   from tracejax._src.lax import elementwise, reductions, structural
   from tracejax._src.lax import utils as lax_utils

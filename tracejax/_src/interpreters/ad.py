@@ -419,6 +419,11 @@ def backward_pass(jaxpr, consts, cts_out):
     write_ct(v, ct)
   for eqn in reversed(lin_eqns):
     cts = [read_ct(v) for v in eqn.outvars]
+    if all(type(ct) is Zero for ct in cts):
+      # No cotangent reaches this equation: its inputs' cotangents are zero. Skipping
+      # it (as JAX does) keeps primitives without a transpose (while_loop,
+      # comparisons) out of the way when their outputs need no gradient.
+      continue
     args = [v.val if type(v) is ir.Literal
             else UndefinedPrimal(v.aval) if v in linear_vars else known[v]
             for v in eqn.invars]

@@ -7,6 +7,7 @@ reducers) live beside the primitives, in `lax/utils.py`.
 """
 import numpy as np
 
+from tracejax._src import dtypes
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
 from tracejax._src.core.trace import Trace, Tracer, set_current_trace, current_trace
@@ -124,6 +125,15 @@ def matchaxis(x, src, dst, axis_size):
   from tracejax._src.lax import utils as lax_utils
   if src == dst:
     return x
+  if getattr(x, "dtype", None) == dtypes.float0:
+    # float0 tangents (of integer outputs) hold no data and never reach XLA: build
+    # the moved/broadcast zeros on the host, as JAX returns them.
+    shape = list(np.shape(x))
+    if src is not None:
+      del shape[src]
+    dst = dst if dst >= 0 else dst + len(shape) + 1
+    shape.insert(dst, axis_size)
+    return np.zeros(shape, dtypes.float0)
   if src is None:
     x = lax_utils.bdim_at_front(x, None, axis_size)
     src = 0
@@ -146,6 +156,11 @@ def vmap_flat(fun, axis_size, args, in_dims, out_dims_fn, axis_name=None):
         raise ValueError("vmap has mapped output but out_axes is None")
       res.append(v)
     else:
+      # The result has one more axis than an example's output; out_axes must index it
+      # (JAX's message, checked before moving anything).
+      rank = np.ndim(v) + (1 if d is None else 0)
+      if not -rank <= w < rank:
+        raise ValueError(f"axis {w} is out of bounds for array of dimension {rank}")
       res.append(matchaxis(v, d, w, axis_size))
   from tracejax._src.config import config
   if config.jax_check_tracer_leaks:

@@ -52,6 +52,9 @@ def _pmap_devices(n, devices, backend_name):
                        f"num_local_devices={len(devices)}.")
     return devices
   available = xb.local_devices(backend_name) if backend_name else xb.local_devices()
+  everywhere = xb.devices(backend_name) if backend_name else xb.devices()
+  if len(everywhere) > len(available):
+    return _multiprocess_devices(n, available, everywhere)
   if n > len(available):
     raise ValueError(
         f"compiling computation that requires {n} logical devices, but only "
@@ -62,6 +65,45 @@ def _pmap_devices(n, devices, backend_name):
   if default in available and default != available[0] and not backend_name:
     available = [default] + [d for d in available if d != default]
   return tuple(available[:n])
+
+
+def _multiprocess_devices(n, local, everywhere):
+  """Several processes (`jax.distributed`): each passes `n` members (its local slice) and
+  the program spans the first `n` devices of every process, process by process, so that
+  each process's members are a contiguous block of the global axis."""
+  if n > len(local):
+    raise ValueError(
+        f"pmap over {n} members per process needs {n} local devices, but this process "
+        f"has {len(local)} (with several processes each passes its local slice)")
+  by_process = {}
+  for d in everywhere:
+    by_process.setdefault(d.process_index, []).append(d)
+  out = []
+  for p in sorted(by_process):
+    if len(by_process[p]) < n:
+      raise ValueError(f"pmap over {n} members per process, but process {p} has only "
+                       f"{len(by_process[p])} devices")
+    out.extend(by_process[p][:n])
+  return tuple(out)
+
+
+def global_axis_size(n, devices, backend_name):
+  """The size of the mapped axis across every process for a pmap whose arguments carry
+  `n` members (n itself in a single process)."""
+  if devices is not None:
+    return n
+  every = xb.devices(backend_name) if backend_name else xb.devices()
+  local = xb.local_devices(backend_name) if backend_name else xb.local_devices()
+  if len(every) == len(local):
+    return n
+  return len(_pmap_devices(n, None, backend_name))
+
+
+def _local_part(devices):
+  """The devices of `devices` this process addresses (all of them in one process)."""
+  pid = devices[0].client.process_index()
+  local = tuple(d for d in devices if d.process_index == pid)
+  return devices if len(local) == len(devices) else local
 
 
 # ---- compiling the body as a replicated program ----
@@ -112,13 +154,17 @@ def _compile(call_jaxpr, axis_name, devices, name, mapped):
   jaxpr, consts = _block_jaxpr(call_jaxpr, mapped, axis_name, n)
   text, _ = lowering.lower_jaxpr(jaxpr, name=f"pmap_{name}", platform=platform,
                                  num_replicas=n, axis_env=((axis_name, n),))
-  out_avals = [v.aval.update(shape=(n,) + tuple(v.aval.shape)) for v in call_jaxpr.outvars]
-  psharding = sharding_mod.pmap_sharding(devices)
+  # Across processes, each process feeds and gets back only its own devices' members:
+  # the outputs' leading axis is the local member count.
+  local = _local_part(devices)
+  out_avals = [v.aval.update(shape=(len(local),) + tuple(v.aval.shape))
+               for v in call_jaxpr.outvars]
+  psharding = sharding_mod.pmap_sharding(local)
   exe = xb.compile(text, out_avals, devices=devices, num_replicas=n, committed=True,
                    out_shardings=[psharding] * len(out_avals), name=f"pmap_{name}")
-  const_bufs = [sharding_mod.shard_to_devices(c, get_aval(c), devices, False)
+  const_bufs = [sharding_mod.shard_to_devices(c, get_aval(c), local, False)
                 for c in consts]
-  c = _Compiled(exe, devices, out_avals, const_bufs)
+  c = _Compiled(exe, local, out_avals, const_bufs)
   if len(_compiled_cache) > 4096:
     _compiled_cache.clear()
   _compiled_cache[key] = (call_jaxpr, c)
@@ -178,7 +224,9 @@ def _xla_pmap_jvp(primals, tangents, *, call_jaxpr, mapped_invars, axis_name, ax
     _, t_out = ad.jvp_of_jaxpr(call_jaxpr, ps, tin)
     return [ad.instantiate_zeros(t) if type(t) is ad.Zero else t for t in t_out]
 
-  body, consts = _trace_body(tangent_body, avals + t_avals, axis_name, axis_size)
+  # Across processes the body sees the global axis size (`global_axis_size`).
+  body, consts = _trace_body(tangent_body, avals + t_avals, axis_name,
+                             params.get("global_axis_size") or axis_size)
   nz_t = [t for t in tangents if type(t) is not ad.Zero]
   mapped = ((False,) * len(consts) + tuple(mapped_invars) +
             tuple(m for m, z in zip(mapped_invars, nz) if z))
@@ -194,7 +242,7 @@ def _xla_pmap_transpose(cts, *args, call_jaxpr, mapped_invars, axis_name, axis_s
                         **params):
   from tracejax._src.lax import reductions
   linear = [ad.is_undefined_primal(a) for a in args]
-  with parallel.extend_axis_env(axis_name, axis_size):
+  with parallel.extend_axis_env(axis_name, params.get("global_axis_size") or axis_size):
     t_jaxpr, t_consts = ad.transpose_jaxpr(call_jaxpr, linear)
   body, consts = staging.closed_call_jaxpr(t_jaxpr, t_consts)
   known = [a for a, l in zip(args, linear) if not l]
@@ -236,7 +284,7 @@ def _xla_pmap_batch(args, dims, *, call_jaxpr, mapped_invars, axis_name, axis_si
     else:
       moved.append(lax_utils.moveaxis(x, d, 0))
       in_dims.append(0)
-  with parallel.extend_axis_env(axis_name, axis_size):
+  with parallel.extend_axis_env(axis_name, params.get("global_axis_size") or axis_size):
     new_jaxpr, consts, _ = batching.batch_jaxpr(
         call_jaxpr, size, in_dims, out_dims_wanted=[0] * len(call_jaxpr.outvars))
   body, const_args = staging.closed_call_jaxpr(new_jaxpr, consts)
@@ -252,6 +300,9 @@ batching.primitive_batchers[xla_pmap_p] = _xla_pmap_batch
 def _xla_pmap_lowering(ctx, *args, call_jaxpr, axis_name, axis_size, mapped_invars, **_):
   """An xla_pmap inside another program (jit of pmap, pmap of pmap): its body runs as a
   vmap with the axis name, on the enclosing program's device(s)."""
+  if _.get("global_axis_size"):
+    raise ValueError("a pmap spanning several processes (jax.distributed) cannot be staged "
+                     "into another jit or pmap; call it at the top level")
   outer = ctx.module_context.num_replicas
   ndev = len(xb.devices(ctx.module_context.platform))
   if outer * axis_size > ndev:
@@ -440,12 +491,13 @@ class PmapFunction:
                         f"{self._name} is not a valid JAX type.") from None
     n = self._axis_size(leaves, dims)
     devices = _pmap_devices(n, self.devices, self.backend)
-    body, consts, out_tree = self._trace(args, static, in_tree, leaves, dims, n)
+    body, consts, out_tree = self._trace(args, static, in_tree, leaves, dims, len(devices))
     if any(isinstance(c, Tracer) for c in consts):
       return None
     e = _Entry()
     e.mapped = [False] * len(consts) + [d is not None for d in dims]
     e.compiled = _compile(body, self._anon, devices, self._name, e.mapped)
+    devices = e.compiled.devices  # this process's
     e.dims = [d if d is None else d % max(np.ndim(x), 1) for x, d in zip(leaves, dims)]
     e.const_bufs = [sharding_mod.shard_to_devices(c, get_aval(c), devices, False)
                     for c in consts]
@@ -475,13 +527,14 @@ class PmapFunction:
     n = self._axis_size(leaves, dims)
     if self.devices is not None and len(self.devices) != n:
       _pmap_devices(n, self.devices, self.backend)  # its error
-    body, consts, out_tree = self._trace(args, static, in_tree, leaves, dims, n)
+    gn = global_axis_size(n, self.devices, self.backend)
+    body, consts, out_tree = self._trace(args, static, in_tree, leaves, dims, gn)
     moved = [x if d in (None, 0) else lax_utils.moveaxis(x, d, 0)
              for x, d in zip(leaves, dims)]
     mapped = tuple(d is not None for d in dims)
     outs = xla_pmap_p.bind(*consts, *moved, call_jaxpr=body, axis_name=self._anon,
                            axis_size=n, backend=self.backend, devices=self.devices,
-                           global_axis_size=None,
+                           global_axis_size=None if gn == n else gn,
                            mapped_invars=(False,) * len(consts) + mapped, name=self._name)
     out_dims = self._out_dims(out_tree, len(outs))
     res = []
@@ -584,3 +637,404 @@ def _cpp_pmap(pf):
   f = functools.wraps(pf.fun)(f)
   f._pmapped = pf
   return f
+
+
+# ---- SPMD: one program partitioned by XLA over a mesh (jit with shardings) ----
+#
+# A jaxpr is lowered as usual, then its module gets `mhlo.num_partitions` and an
+# `mhlo.sharding` attribute (the HloSharding of runtime/sharding.py) on each argument
+# and on each result whose sharding was asked for; XLA's partitioner (GSPMD, see
+# runtime/sharding.py for why) splits it, and reports the shardings it chose for the
+# other results, which become NamedShardings over the mesh. Partition p runs on
+# `mesh.devices.flat[p]`.
+
+import contextlib as _contextlib
+import threading as _threading
+import weakref as _weakref
+
+
+class _SpmdState(_threading.local):
+  def __init__(self):
+    self.partitions = 0   # while lowering an SPMD module: its partition count
+
+
+_spmd_state = _SpmdState()
+
+
+def lowering_partitions():
+  """The partition count of the SPMD module being lowered (0 outside one): sharding
+  constraints and shard_map lower to partitioner ops only inside one."""
+  return _spmd_state.partitions
+
+
+@_contextlib.contextmanager
+def _spmd_lowering(n):
+  prev = _spmd_state.partitions
+  _spmd_state.partitions = n
+  try:
+    yield
+  finally:
+    _spmd_state.partitions = prev
+
+
+def _set_shardings(text, n, in_hlos, out_hlos):
+  """Module text with `mhlo.num_partitions = n` and the given argument/result
+  shardings (None: left to the partitioner)."""
+  from tracejax._src.runtime.backend import ir as mir
+  with xb.make_ir_context():
+    m = mir.Module.parse(text)
+    i32 = mir.IntegerType.get_signless(32)
+    m.operation.attributes["mhlo.num_partitions"] = mir.IntegerAttr.get(i32, n)
+    m.operation.attributes["mhlo.num_replicas"] = mir.IntegerAttr.get(i32, 1)
+    main = next(op for op in m.body.operations
+                if mir.StringAttr(op.attributes["sym_name"]).value == "main")
+    for attr_name, hlos in (("arg_attrs", in_hlos), ("res_attrs", out_hlos)):
+      old = (list(mir.ArrayAttr(main.attributes[attr_name]))
+             if attr_name in main.attributes else [None] * len(hlos))
+      new = []
+      for a, h in zip(old, hlos):
+        entries = {}
+        if a is not None:
+          d = mir.DictAttr(a)
+          for i in range(len(d)):
+            entries[d[i].name] = d[i].attr
+        if h is not None:
+          entries["mhlo.sharding"] = mir.StringAttr.get(str(h))
+        new.append(mir.DictAttr.get(entries))
+      main.attributes[attr_name] = mir.ArrayAttr.get(new)
+    return m.operation.get_asm()
+
+
+class SpmdExecutable:
+  """A program partitioned over `devices`: `in_shardings` for its arguments (constants
+  first), `out_shardings` for its results (those XLA chose included)."""
+  __slots__ = ("exe", "devices", "in_shardings", "out_shardings", "const_bufs", "out_avals",
+               "text")
+
+  def execute(self, args, in_avals):
+    bufs = list(self.const_bufs)
+    for x, a, s in zip(args, in_avals, self.in_shardings[len(self.const_bufs):]):
+      bufs.append(x if type(x) is Array and x._sharding == s else
+                  sharding_mod.put_sharded(x, a, s))
+    return self.exe.execute(bufs)
+
+
+def compile_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh=None,
+                 donated=None):
+  """Compile `jaxpr` (its constvars bound to `consts`) as one SPMD program over
+  `devices`, each argument laid out by `in_shardings` (Sharding objects), each result by
+  `out_shardings` (None entries: XLA's choice, as a NamedSharding over `mesh` when one
+  describes it)."""
+  devices = tuple(devices)
+  n = len(devices)
+  platform = devices[0].client.platform
+  if mesh is not None:
+    rep = sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec())
+  else:
+    rep = sharding_mod.GSPMDSharding(devices, xb.xc.HloSharding.replicate())
+  in_avals = [v.aval for v in jaxpr.invars]
+  out_avals = [v.aval for v in jaxpr.outvars]
+  const_sh = [rep] * len(consts)
+  all_in = const_sh + list(in_shardings)
+  in_hlos = [s._to_xla_hlo_sharding(len(v.aval.shape))
+             for s, v in zip(all_in, list(jaxpr.constvars) + list(jaxpr.invars))]
+  out_hlos = [None if s is None else s._to_xla_hlo_sharding(len(a.shape))
+              for s, a in zip(out_shardings, out_avals)]
+  with _spmd_lowering(n):
+    text, _ = lowering.lower_jaxpr(jaxpr, name=name, platform=platform, donated=donated)
+  text = _set_shardings(text, n, in_hlos, out_hlos)
+  chosen = []
+
+  def resolve(loaded):
+    got = loaded.get_output_shardings() or []
+    res = []
+    for i, (s, a) in enumerate(zip(out_shardings, out_avals)):
+      if s is None:
+        h = xb.xc.HloSharding.from_proto(got[i]) if i < len(got) else \
+            xb.xc.HloSharding.replicate()
+        if mesh is not None:
+          s = sharding_mod.named_from_hlo(mesh, h, len(a.shape))
+        else:
+          s = sharding_mod.GSPMDSharding(devices, h)
+      res.append(s)
+    chosen[:] = res
+    return res
+
+  exe = xb.compile(text, out_avals, devices=devices, num_partitions=n, committed=True,
+                   out_shardings=resolve, name=name,
+                   propagate_outputs=tuple(s is None for s in out_shardings)
+                   if any(s is None for s in out_shardings) else None)
+  e = SpmdExecutable()
+  e.exe, e.devices, e.in_shardings, e.text = exe, devices, all_in, text
+  e.out_shardings = chosen
+  e.out_avals = out_avals
+  e.const_bufs = [sharding_mod.put_sharded(c, get_aval(c), rep) for c in consts]
+  return e
+
+
+# ---- jit's SPMD path (jit.py asks here; it has no SPMD branches of its own) ----
+
+def _as_sharding(s, mesh_hint, what):
+  if s is None or isinstance(s, sharding_mod.Sharding):
+    return s
+  if isinstance(s, sharding_mod.PartitionSpec):
+    mesh = mesh_hint or sharding_mod.current_mesh()
+    if mesh is None:
+      raise ValueError(f"{what}: a bare PartitionSpec {s!r} needs a mesh: use "
+                       "NamedSharding(mesh, spec) or call inside `with mesh:`")
+    return sharding_mod.NamedSharding(mesh, s)
+  raise TypeError(f"{what} must be Shardings (or PartitionSpecs inside `with mesh:`), "
+                  f"got {s!r}")
+
+
+def spmd_options(in_shardings, out_shardings):
+  """jit's `in_shardings`/`out_shardings`, hashable (None when neither is given)."""
+  def freeze(t):
+    if isinstance(t, list):
+      t = tuple(t)
+    if isinstance(t, tuple) and not isinstance(t, sharding_mod.PartitionSpec):
+      return tuple(freeze(x) for x in t)
+    if isinstance(t, dict):
+      return tuple(sorted((k, freeze(v)) for k, v in t.items()))
+    return t
+  if in_shardings is None and out_shardings is None:
+    return None
+  return (freeze(in_shardings), freeze(out_shardings), in_shardings, out_shardings)
+
+
+def _leaf_shardings(spec_tree, values, what):
+  """One sharding (or None) per leaf of `values` from a pytree prefix `spec_tree`."""
+  if spec_tree is None:
+    return [None] * len(tree_util.tree_leaves(values))
+  is_leaf = lambda x: x is None or isinstance(x, (sharding_mod.Sharding,
+                                                  sharding_mod.PartitionSpec))
+  if is_leaf(spec_tree):
+    return [spec_tree] * len(tree_util.tree_leaves(values))
+  try:
+    return list(tree_util.broadcast_prefix(spec_tree, values, is_leaf=is_leaf))
+  except (ValueError, TypeError):
+    raise ValueError(f"{what} must be a Sharding or a pytree prefix of the arguments, got "
+                     f"{spec_tree!r} for arguments {tree_util.tree_structure(values)}") \
+        from None
+
+
+class _SpmdEntry:
+  """jit's cache entry for an SPMD signature; `spmd_fastpath` feeds jaxlib's C++ jit."""
+  __slots__ = ("prog", "out_tree", "jaxpr", "consts")
+
+  def spmd_fastpath(self, out_treedef):
+    p = self.prog
+    return xb.fastpath_data_sharded(p.exe, out_treedef, p.in_shardings, p.out_shardings,
+                                    p.const_bufs)
+
+
+def _pick_mesh(shardings):
+  mesh = None
+  for s in shardings:
+    if isinstance(s, sharding_mod.NamedSharding):
+      if mesh is None:
+        mesh = s.mesh
+      elif s.mesh._flat_devices != mesh._flat_devices:
+        raise ValueError(
+            "Received incompatible devices for jitted computation. Got shardings over "
+            f"devices {[d.id for d in mesh._flat_devices]} and "
+            f"{[d.id for d in s.mesh._flat_devices]}")
+  return mesh
+
+
+def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw):
+  """Run `jitted` as an SPMD program: its `in_shardings`/`out_shardings`, else the
+  shardings of its committed sharded arguments. Returns (output, cache entry)."""
+  opts = jitted._shardings
+  in_spec, out_spec = (opts[2], opts[3]) if opts is not None else (None, None)
+  if isinstance(in_spec, list):
+    in_spec = tuple(in_spec)
+  given = _leaf_shardings(in_spec, tuple(dyn), "jit in_shardings") + \
+      [None] * len(tree_util.tree_leaves(dkw))
+  arg_sh = [x._sharding if type(x) is Array else None for x in leaves]
+  mesh = _pick_mesh([s for s in given if s is not None] +
+                    [s for s in arg_sh if isinstance(s, sharding_mod.NamedSharding)])
+  if mesh is None and out_spec is not None:
+    mesh = _pick_mesh([s for s in tree_util.tree_leaves(
+        out_spec, is_leaf=lambda s: isinstance(s, sharding_mod.Sharding))
+        if isinstance(s, sharding_mod.Sharding)])
+  given = [_as_sharding(s, mesh, "jit in_shardings") for s in given]
+  mesh = mesh or _pick_mesh(given) or sharding_mod.current_mesh()
+  devices = None
+  for s in given + [s for s in arg_sh if sharding_mod.is_spmd_sharding(s)]:
+    if s is not None and devices is None:
+      devices = s._device_assignment
+  if devices is None:
+    devices = mesh._flat_devices if mesh is not None else None
+  if devices is None:
+    raise ValueError(f"jit of {jitted._name}: out_shardings alone need a mesh")
+  rep = (sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec()) if mesh is not None
+         else sharding_mod.GSPMDSharding(devices, xb.xc.HloSharding.replicate()))
+  names = None
+  ins = []
+  for i, (x, s, a) in enumerate(zip(leaves, given, in_avals)):
+    if s is None:
+      xs = arg_sh[i]
+      if sharding_mod.is_spmd_sharding(xs):
+        s = xs
+      elif type(x) is Array and x._committed and type(xs) is sharding_mod.SingleDeviceSharding \
+          and xs._device not in devices:
+        raise ValueError(
+            f"Received incompatible devices for jitted computation. Got argument {i} of "
+            f"{jitted._name} committed to {xs._device} and shardings over devices "
+            f"{[d.id for d in devices]}")
+      else:
+        s = rep
+    if tuple(s._device_assignment) != tuple(devices):
+      raise ValueError(
+          f"Received incompatible devices for jitted computation. Got argument {i} of "
+          f"{jitted._name} with devices {[d.id for d in s._device_assignment]} and "
+          f"others with devices {[d.id for d in devices]}")
+    try:
+      s.check_shape(tuple(a.shape))
+    except ValueError as err:
+      if names is None:
+        names = [f"args[{j}]" for j in range(len(leaves))]
+      raise ValueError(f"One of pjit arguments with pytree key path {names[i]} is "
+                       f"incompatible with its sharding annotation {s!r}: {err}") from None
+    ins.append(s)
+  ckey = ("spmd", key, tuple(ins))
+  e = jitted._cache.get(ckey)
+  if e is None:
+    jaxpr, consts, out_tree = jitted._trace(in_tree, in_avals, svals)
+    out_avals = [v.aval for v in jaxpr.outvars]
+    outs = _leaf_shardings(out_spec, tree_util.tree_unflatten(out_tree, out_avals),
+                           "jit out_shardings")
+    outs = [_as_sharding(s, mesh, "jit out_shardings") for s in outs]
+    for s, a in zip(outs, out_avals):
+      if s is not None:
+        try:
+          s.check_shape(tuple(a.shape))
+        except ValueError as err:
+          raise ValueError(f"One of pjit outputs is incompatible with its sharding "
+                           f"annotation {s!r}: {err}") from None
+    e = _SpmdEntry()
+    e.jaxpr, e.consts, e.out_tree = jaxpr, consts, out_tree
+    e.prog = compile_spmd(jaxpr, consts, f"jit_{jitted._name}", devices, ins, outs, mesh,
+                          jitted._donated(dyn, dkw))
+    jitted._cache[ckey] = e
+  outs = e.prog.execute(leaves, in_avals)
+  return tree_util.tree_unflatten(e.out_tree, outs), e
+
+
+# ---- eager primitives on sharded arrays: run sharded, as in JAX ----
+
+_prim_spmd = {}
+
+
+def apply_spmd(prim, args, avals, params, params_key):
+  """One primitive on arguments among which some are laid out over a mesh: an SPMD
+  program whose inputs keep their shardings (others replicated) and whose outputs
+  take the shardings XLA's partitioner chose."""
+  shs = [x._sharding if type(x) is Array and sharding_mod.is_spmd_sharding(x._sharding)
+         else None for x in args]
+  mesh = _pick_mesh([s for s in shs if s is not None])
+  devices = next(s._device_assignment for s in shs if s is not None)
+  rep = (sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec()) if mesh is not None
+         else sharding_mod.GSPMDSharding(devices, xb.xc.HloSharding.replicate()))
+  ins = []
+  for i, s in enumerate(shs):
+    if s is None:
+      s = rep
+    elif tuple(s._device_assignment) != tuple(devices):
+      raise ValueError(f"Received incompatible devices for {prim.name}: arguments laid "
+                       f"out over devices {[d.id for d in devices]} and "
+                       f"{[d.id for d in s._device_assignment]}")
+    ins.append(s)
+  key = (prim, params_key, tuple(avals), tuple(ins))
+  prog = _prim_spmd.get(key)
+  if prog is None:
+    out_avals = prim.out_avals(list(avals), params)
+    invars = [ir.Var(a) for a in avals]
+    outvars = [ir.Var(a) for a in out_avals]
+    jaxpr = ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, prim, params)])
+    prog = _prim_spmd[key] = compile_spmd(jaxpr, [], prim.name, devices, ins,
+                                          [None] * len(out_avals), mesh)
+  outs = prog.execute(args, avals)
+  return outs if prim.multiple_results else outs[0]
+
+
+_ = _weakref
+
+
+# ---- with_sharding_constraint ----
+
+def _sharding_custom_call(x, out_type, hlo_text, target="Sharding"):
+  op = lowering.hlo.CustomCallOp([out_type], [x], target)
+  op.attributes["mhlo.sharding"] = lowering.ir.StringAttr.get(hlo_text)
+  return op.results[0]
+
+
+sharding_constraint_p = Primitive("sharding_constraint")
+
+
+def with_sharding_constraint(x, shardings):
+  """Ask that `x` (a pytree of arrays) be laid out by `shardings` at this point of a
+  jitted program (XLA's partitioner then lays out what follows around it); outside
+  `jit` the values are moved to that layout.
+
+  Args:
+    x: a pytree of arrays.
+    shardings: a Sharding (or, inside `with mesh:`, a PartitionSpec), or a pytree prefix
+      of `x` of them.
+
+  >>> f = jit(lambda a: lax.with_sharding_constraint(a * 2, NamedSharding(mesh, P('x'))))  # doctest: +SKIP
+  """
+  leaves, tree = tree_util.tree_flatten(x)
+  shs = _leaf_shardings(shardings, x, "with_sharding_constraint shardings")
+  out = []
+  for v, s in zip(leaves, shs):
+    s = _as_sharding(s, None, "with_sharding_constraint shardings")
+    if s is None:
+      out.append(v)
+      continue
+    shape = tuple(np.shape(v)) if not isinstance(v, Tracer) else tuple(v.shape)
+    try:
+      s.check_shape(shape)
+    except ValueError as err:
+      raise ValueError(f"One of with_sharding_constraint arguments is incompatible with its "
+                       f"sharding annotation {s!r}: {err}") from None
+    out.append(sharding_constraint_p.bind(v, sharding=s))
+  return tree_util.tree_unflatten(tree, out)
+
+
+def _sharding_constraint_impl(x, *, sharding):
+  return sharding_mod.put_sharded(x, x.aval if type(x) is Array else get_aval(x), sharding)
+
+
+sharding_constraint_p.def_impl(_sharding_constraint_impl)
+sharding_constraint_p.def_abstract_eval(lambda aval, *, sharding: aval)
+ad.deflinear(sharding_constraint_p,
+             lambda ct, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
+
+
+def _sharding_constraint_batch(vals, dims, *, sharding):
+  x, d = vals[0], dims[0]
+  if d is None:
+    return sharding_constraint_p.bind(x, sharding=sharding), None
+  if isinstance(sharding, sharding_mod.NamedSharding):
+    # The batch axis is not split: insert a None at its place in the spec.
+    parts = list(sharding.spec) + [None] * (len(x.shape) - 1 - len(sharding.spec))
+    parts.insert(d, None)
+    return sharding_constraint_p.bind(
+        x, sharding=sharding_mod.NamedSharding(sharding.mesh,
+                                               sharding_mod.PartitionSpec(*parts))), d
+  return x, d   # a raw HloSharding cannot gain an axis: leave the layout to XLA
+
+
+batching.primitive_batchers[sharding_constraint_p] = _sharding_constraint_batch
+
+
+def _sharding_constraint_lowering(ctx, x, *, sharding):
+  if lowering_partitions() != len(sharding._device_assignment):
+    return [x]   # not an SPMD program over these devices: a constraint changes nothing
+  hlo_s = sharding._to_xla_hlo_sharding(len(ctx.avals_in[0].shape))
+  return [_sharding_custom_call(x, lowering.aval_to_ir_type(ctx.avals_out[0]), str(hlo_s))]
+
+
+lowering.register_lowering(sharding_constraint_p, _sharding_constraint_lowering)

@@ -570,8 +570,30 @@ mlir.register_lowering(pow_p, _pow_lower)
 
 
 def integer_pow(x, y):
-  """Elementwise power x ** y for a static Python integer y (repeated multiplication)."""
-  return integer_pow_p.bind(x, y=int(y))
+  """Elementwise power x ** y for a static Python integer y (repeated multiplication).
+
+  Args:
+    x: an array or scalar of a numeric dtype.
+    y: the exponent, a static integer (an integral float such as `2.0` is accepted,
+      as in JAX); a fractional or non-numeric exponent is a TypeError instead of
+      being silently truncated.
+
+  >>> integer_pow(jnp.arange(3.), 2)
+  DeviceArray([0., 1., 4.], dtype=float32)
+  """
+  return integer_pow_p.bind(x, y=_integer_exponent(y))
+
+
+def _integer_exponent(y):
+  try:
+    return operator.index(y)
+  except TypeError:
+    pass
+  if (isinstance(y, (float, np.floating)) and not isinstance(y, Tracer)
+      and np.isfinite(y) and float(y).is_integer()):
+    return int(y)
+  raise TypeError(f"integer_pow requires a static integer exponent y, got {y!r} of type "
+                  f"{type(y).__name__}.")
 
 
 def _integer_pow_dtype_rule(x, *, y):

@@ -12,13 +12,17 @@ A named axis is bound in one of two ways, and every collective has a rule for ea
   shape rules such as all_gather's), and lowered with the module's axis env
   (`ModuleContext.axis_env`): each collective becomes a cross-replica StableHLO op
   whose replica groups `replica_groups` computes. This is the one mechanism for every
-  replicated program.
+  replicated program, and for the manual body of a `shard_map` too: there the axis env
+  is the mesh's axes, the members are XLA partitions (flat mesh positions), and each
+  collective gets a channel and global device ids (`_channel`); `axis_index` reads
+  the partition id instead of the replica id.
 
 Outside any map the name is unbound (an error). Differentiation follows JAX: psum's
 transpose is psum, all_gather's is psum_scatter and the reverse, ppermute's is the
 inverse permutation, all_to_all's swaps split and concat axes.
 """
 import contextlib
+import itertools
 import math
 import threading
 
@@ -122,9 +126,31 @@ def _i64_attr(groups):
   return ir.DenseIntElementsAttr.get(np.ascontiguousarray(groups, np.int64))
 
 
-def _all_reduce(x, aval, groups, combine):
+def _partitioned(ctx):
+  """Whether `ctx` lowers the manual body of a shard_map (an SPMD program): the axis
+  env then names mesh axes, whose members are XLA partitions, not replicas."""
+  return getattr(ctx.module_context, "spmd_manual", False)
+
+
+_channel_ids = itertools.count(1)
+
+
+def _channel(ctx, global_ids=True):
+  """Keyword arguments making a collective cross-partition in a shard_map body (a
+  channel of its own, groups in global device ids = flat mesh positions); none for a
+  replicated (pmap) program."""
+  if not _partitioned(ctx):
+    return {}
+  kw = {"channel_handle": hlo.ChannelHandle.get(next(_channel_ids) % (1 << 31), 1)}
+  if global_ids:
+    kw["use_global_device_ids"] = True
+  return kw
+
+
+def _all_reduce(x, aval, groups, combine, kw=None):
   scalar = ir.RankedTensorType.get([], lowering.dtype_to_ir_type(aval.dtype))
-  op = hlo.AllReduceOp([lowering.aval_to_ir_type(aval)], [x], _i64_attr(groups))
+  op = hlo.AllReduceOp([lowering.aval_to_ir_type(aval)], [x], _i64_attr(groups),
+                       **(kw or {}))
   block = op.regions[0].blocks.append(scalar, scalar)
   with ir.InsertionPoint(block):
     hlo.return_([combine(aval)(*block.arguments)])
@@ -146,7 +172,8 @@ def _min_combiner(aval):
 def _reduction_lowering(combine):
   def rule(ctx, *args, axis_name):
     groups = _env_groups(ctx, ctx.primitive.name, axis_name)
-    return [_all_reduce(x, a, groups, combine) for x, a in zip(args, ctx.avals_in)]
+    return [_all_reduce(x, a, groups, combine, _channel(ctx))
+            for x, a in zip(args, ctx.avals_in)]
   return rule
 
 
@@ -324,7 +351,7 @@ def _axis_index_lowering(ctx, *, axis_name):
   k = names.index(axis_name)
   stride = math.prod(s for _, s in env[k + 1:])
   i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
-  rid = hlo.convert(i32, hlo.replica_id())
+  rid = hlo.convert(i32, hlo.partition_id() if _partitioned(ctx) else hlo.replica_id())
   idx = hlo.divide(rid, lowering.ir_constant(np.int32(stride)))
   return [hlo.remainder(idx, lowering.ir_constant(np.int32(env[k][1])))]
 
@@ -388,7 +415,8 @@ def pshuffle(x, axis_name, perm):
 def _ppermute_lowering(ctx, *args, axis_name, perm):
   groups = _env_groups(ctx, "ppermute", axis_name)
   pairs = np.array([[g[s], g[d]] for g in groups for s, d in perm], np.int64).reshape(-1, 2)
-  return [hlo.CollectivePermuteOp(x, _i64_attr(pairs)).result for x in args]
+  return [hlo.CollectivePermuteOp(x, _i64_attr(pairs),
+                                  **_channel(ctx, global_ids=False)).result for x in args]
 
 
 ppermute_p = _collective("ppermute", lambda *avals, axis_name, perm: list(avals),
@@ -470,7 +498,8 @@ def _all_gather_lowering(ctx, *args, axis_name, axis, tiled):
       shape = list(a_in.shape)
       shape.insert(axis, 1)
       x = hlo.reshape(lowering.aval_to_ir_type(a_in.update(shape=tuple(shape))), x)
-    op = hlo.AllGatherOp([lowering.aval_to_ir_type(a_out)], [x], axis, _i64_attr(groups))
+    op = hlo.AllGatherOp([lowering.aval_to_ir_type(a_out)], [x], axis, _i64_attr(groups),
+                         **_channel(ctx))
     outs.append(op.results[0])
   return outs
 
@@ -585,7 +614,7 @@ def _reduce_scatter_lowering(ctx, *args, axis_name, scatter_dimension, tiled):
     block = a_in.update(shape=tuple(shape))
     scalar = ir.RankedTensorType.get([], lowering.dtype_to_ir_type(a_in.dtype))
     op = hlo.ReduceScatterOp(lowering.aval_to_ir_type(block), x, scatter_dimension,
-                             _i64_attr(groups))
+                             _i64_attr(groups), **_channel(ctx))
     blk = op.regions[0].blocks.append(scalar, scalar)
     with ir.InsertionPoint(blk):
       hlo.return_([_sum_combiner(a_in)(*blk.arguments)])
@@ -700,13 +729,15 @@ def _all_to_all_lowering(ctx, *args, axis_name, split_axis, concat_axis):
     y = hlo.reshape(lowering.aval_to_ir_type(a_in.update(shape=tuple(expanded))), x)
     res = list(expanded)
     res[sa], res[q] = 1, n
-    op = _all_to_all_op(y, a_in.update(shape=tuple(res)), sa, q, n, groups)
+    op = _all_to_all_op(y, a_in.update(shape=tuple(res)), sa, q, n, groups,
+                        _channel(ctx, global_ids=False))
     outs.append(hlo.reshape(lowering.aval_to_ir_type(a_out), op))
   return outs
 
 
-def _all_to_all_op(x, out_aval, split_dimension, concat_dimension, n, groups):
+def _all_to_all_op(x, out_aval, split_dimension, concat_dimension, n, groups, kw=None):
   op = hlo.AllToAllOp([x], split_dimension, concat_dimension, n, _i64_attr(groups),
+                      **(kw or {}),
                       results=[lowering.aval_to_ir_type(out_aval)])
   return op.results[0]
 

@@ -281,7 +281,8 @@ def _axis_key(axis):
 
 @functools.partial(custom_jvp, nondiff_argnums=(1,))
 def _softmax(x, axis):
-  unnormalized = jnp.exp(x - jnp.max(x, axis, keepdims=True))
+  # initial=-inf: an empty axis gives an empty result (as JAX), not a max error.
+  unnormalized = jnp.exp(x - jnp.max(x, axis, keepdims=True, initial=-jnp.inf))
   return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
 
 

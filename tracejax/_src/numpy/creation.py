@@ -136,7 +136,29 @@ def full(shape, fill_value, dtype=None):
   weak = dt is None and util.is_weak(fill_value)
   if dt is None:
     dt = util.dtype_of(fill_value)
-  return _broadcast_scalar(util.convert(util.to_operand(fill_value), dt, weak), shape)
+  return _broadcast_scalar(util.convert(_int_fill(fill_value, dt), dt, weak), shape)
+
+
+def _int_fill(fill_value, dt):
+  """A Python float/int fill value for an integer `dt`, cast as JAX casts it.
+
+  JAX gives `full_like(int32_array, nan)` zeros, saturates +-inf and too-large floats,
+  truncates 2.7 to 2 and wraps out-of-range Python ints (-1 -> 255 in uint8), where a
+  plain scalar conversion would raise OverflowError.
+  """
+  dt = np.dtype(dt)
+  if type(fill_value) not in (int, float) or dt.kind not in "iu":
+    return util.to_operand(fill_value)
+  info = np.iinfo(dt)
+  if type(fill_value) is float:
+    if np.isnan(fill_value):
+      return dt.type(0)
+    return dt.type(int(min(max(fill_value, info.min), info.max)))
+  if info.min <= fill_value <= info.max:
+    return fill_value
+  return dt.type(fill_value % (1 << (8 * dt.itemsize)) if dt.kind == "u" else
+                 (fill_value + (1 << (8 * dt.itemsize - 1))) % (1 << (8 * dt.itemsize))
+                 - (1 << (8 * dt.itemsize - 1)))
 
 
 def _broadcast_scalar(x, shape):
@@ -212,7 +234,7 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
   dt = dt if dt is not None else a_dtype
   if util.ndim(fill_value):
     return _place(util.broadcast_to(asarray(fill_value, dt), shp), device)
-  return _place(_broadcast_scalar(util.convert(util.to_operand(fill_value), dt, weak), shp),
+  return _place(_broadcast_scalar(util.convert(_int_fill(fill_value, dt), dt, weak), shp),
                 device)
 
 
@@ -297,7 +319,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
   if num < 0:
     raise ValueError(f"Number of samples, {num}, must be non-negative.")
   dtypes.check_user_dtype_supported(dtype, "linspace", stacklevel=util.user_stacklevel() + 1)
-  dt = (dtypes.result_type(start, stop, float) if dtype is None
+  # No dtype: the inputs' type made inexact (int32 -> float32 with x64 on, as JAX).
+  dt = (dtypes.to_inexact_dtype(dtypes.result_type(start, stop)) if dtype is None
         else dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
   comp = dtypes.to_inexact_dtype(dt)
   start = asarray(start, comp)
@@ -339,7 +362,8 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
   """`base ** linspace(start, stop, ...)`."""
   from tracejax._src.numpy import ufuncs
   dtypes.check_user_dtype_supported(dtype, "logspace", stacklevel=util.user_stacklevel() + 1)
-  dt = (dtypes.result_type(start, stop, float) if dtype is None
+  # No dtype: the inputs' type made inexact (int32 -> float32 with x64 on, as JAX).
+  dt = (dtypes.to_inexact_dtype(dtypes.result_type(start, stop)) if dtype is None
         else dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
   comp = dtypes.to_inexact_dtype(dt)
   lin = linspace(start, stop, num, endpoint=endpoint, axis=axis, dtype=comp)
@@ -367,7 +391,8 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
   if num < 0:
     raise ValueError(f"Number of samples, {num}, must be non-negative.")
   dtypes.check_user_dtype_supported(dtype, "geomspace", stacklevel=util.user_stacklevel() + 1)
-  dt = (dtypes.result_type(start, stop, float) if dtype is None
+  # No dtype: the inputs' type made inexact (int32 -> float32 with x64 on, as JAX).
+  dt = (dtypes.to_inexact_dtype(dtypes.result_type(start, stop)) if dtype is None
         else dtypes.canonicalize_dtype(dtypes.dtype(dtype)))
   comp = dtypes.to_inexact_dtype(dt)
   start, stop = asarray(start, comp), asarray(stop, comp)

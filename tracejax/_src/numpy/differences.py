@@ -28,7 +28,9 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     a = shape_ops.concatenate(pieces, axis)
   for _ in range(n):
     m = util.shape(a)[axis]
-    hi = shape_ops._slice_axis(a, axis, 1, m)
+    # Once the axis is empty it stays empty (n larger than the axis: JAX and
+    # NumPy return a size-0 result, not an error).
+    hi = shape_ops._slice_axis(a, axis, min(1, m), m)
     lo = shape_ops._slice_axis(a, axis, 0, max(m - 1, 0))
     a = ufuncs.not_equal(hi, lo) if util.dtype_of(a) == bool else ufuncs.subtract(hi, lo)
   return a

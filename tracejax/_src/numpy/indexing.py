@@ -192,7 +192,9 @@ def _parse(idx, shape):
                      f"for dim {len(shape)}.")
   fill = [slice(None)] * (len(shape) - consumed)
   if n_ellipsis:
-    k = items.index(Ellipsis)
+    # By identity: `list.index` compares with ==, which an array entry answers
+    # elementwise ("truth value ambiguous" for x[np.array([0, 2]), ...]).
+    k = next(j for j, e in enumerate(items) if e is Ellipsis)
     items = items[:k] + fill + items[k + 1:]
   else:
     items = items + fill
@@ -269,9 +271,10 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
   specs = _parse(idx, shape)
   if mode is None and fill_value is None and _is_basic(specs):
     return _basic_take(x, specs, shape)
-  # Reads clamp by default (C-S07). CLIP reads the same values as JAX's
-  # PROMISE_IN_BOUNDS, and its gradient (a clamping scatter-add) agrees with them.
-  gmode = _Mode.CLIP if mode is None else _Mode.from_any(mode)
+  # Reads clamp by default (C-S07): PROMISE_IN_BOUNDS, as JAX, whose values XLA
+  # clamps and whose transpose (a scatter-add) drops what is out of bounds, so
+  # x[..., [-4, 1]] of a 3-column x gives column 0 no gradient (CLIP would).
+  gmode = _Mode.PROMISE_IN_BOUNDS if mode is None else _Mode.from_any(mode)
   ix = _index_to_gather(shape, specs)
   dtype = util.dtype_of(x)
   if 0 in ix.out_shape:
@@ -458,9 +461,13 @@ def _index_to_gather(shape, specs):
     else:
       slice_sizes.append(1)
       collapsed.append(d)
-      a = s.a if isinstance(s, _IntArray) else s.i if isinstance(s, _DynInt) else \
-          np.array(s.raw)
-      components.append(("adv", _normalize(a, n, dtype), batch_at["B"]))
+      if isinstance(s, _Int):
+        # `raw` already counts from the end once; normalising it again would wrap
+        # -5 (-> -2) into bounds for n = 3, where JAX drops (or fills) it.
+        a = np.asarray(s.raw, dtype)
+      else:
+        a = _normalize(s.a if isinstance(s, _IntArray) else s.i, n, dtype)
+      components.append(("adv", a, batch_at["B"]))
     index_map.append(d)
   ix.slice_sizes = tuple(slice_sizes)
   ix.dnums = lax_gather.GatherDimensionNumbers(

@@ -46,8 +46,9 @@ def pad(array, pad_width, mode="constant", **kwargs):
         raise NotImplementedError("jnp.pad: stat_length is not supported")
       stat = {"maximum": reductions.max, "minimum": reductions.min,
               "mean": reductions.mean}[mode](x, axis=axis, keepdims=True)
-      if mode == "mean" and not dtypes.is_inexact(util.dtype_of(x)):
+      if mode == "mean" and dtypes.is_integer(util.dtype_of(x)):
         stat = ufuncs.round(stat)  # NumPy rounds the mean of integers
+      # (not of bools: any nonzero mean is True, so 0.5 must not round to False)
       stat = util.convert(stat, util.dtype_of(x), False)
       x = _concat_edges(x, axis, _repeat_block(stat, axis, lo), _repeat_block(stat, axis, hi))
     elif n == 0:

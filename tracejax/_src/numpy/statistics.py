@@ -83,7 +83,9 @@ def _lerp(lo, hi, t):
 
 @inline_jit(static_argnames=("axes", "method", "keepdims", "nan"))
 def _quantile(a, q, axes, method, keepdims, nan):
-  a, q = util.promote_dtypes_inexact(a, q)
+  # The result has `a`'s type made inexact; `q` follows it (JAX: a float32 array
+  # with a float64 q gives float32; an int32 array gives float32 with x64 on).
+  a, = util.promote_dtypes_inexact(a)
   a = util.to_array(a)
   dt = util.dtype_of(a)
   q = util.convert(q, dt, False)

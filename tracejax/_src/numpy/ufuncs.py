@@ -111,7 +111,10 @@ def _float_divmod(x1, x2):
                         lax.ne(lax.sign(x2), lax.sign(mod)))
   mod = _select(ind, lax.add(mod, x2), mod)
   div = _select(ind, lax.sub(div, _constant_like(div, 1)), div)
-  return _round_half_even(div), mod
+  # Division by (+-)zero: the quotient is x1 / x2 (+-inf, or nan for 0 / 0), as in JAX
+  # and NumPy; the formula above would give nan from rem(x1, 0).
+  div = _select(lax.eq(x2, _constant_like(x2, 0)), lax.div(x1, x2), _round_half_even(div))
+  return div, mod
 
 
 def remainder(x1, x2, /):

@@ -84,7 +84,9 @@ def get_client(platform=None):
     with _lock:
       c = _clients.get(platform)
       if c is None:
-        if platform == "cpu":
+        if platform == "cpu" and _distributed is not None:
+          c = _make_distributed_cpu_client()
+        elif platform == "cpu":
           c = xc.make_cpu_client(num_devices=_num_cpu_devices())
         elif platform in ("gpu", "cuda"):
           c = _make_gpu_client()
@@ -96,6 +98,65 @@ def get_client(platform=None):
         global _multi_device
         _multi_device = _multi_device or len(c.devices()) > 1
   return c
+
+
+# ---- multi-process: XLA's distributed runtime (used by tracejax._src.distributed) ----
+#
+# `jax.distributed.initialize` records the coordination client here; the CPU client,
+# created on first use of the backend, then joins the other processes: it learns the
+# global device list from the coordination service and runs cross-process collectives
+# over gloo (TCP). Hence initialize must come before the backend is first used.
+
+_distributed = None   # dict: client, node_id, num_nodes, interface, topology timeout
+
+
+def backend_started():
+  """Whether a PJRT client has been created (the backend has been used)."""
+  return bool(_clients)
+
+
+def start_distributed_service(address, num_nodes, heartbeat_timeout=None,
+                              cluster_register_timeout=None, shutdown_timeout=None):
+  """XLA's coordination service listening on `address` ("host:port"); timeouts in s."""
+  return _jax.get_distributed_runtime_service(
+      address, int(num_nodes), heartbeat_timeout=heartbeat_timeout,
+      cluster_register_timeout=cluster_register_timeout, shutdown_timeout=shutdown_timeout)
+
+
+def make_distributed_client(address, node_id, init_timeout=None, heartbeat_timeout=None,
+                            shutdown_timeout=None, rpc_timeout=None):
+  """A (not yet connected) client of the coordination service at `address`; timeouts
+  in seconds. A missed heartbeat (a dead peer or coordinator) terminates the process
+  with XLA's message, after `heartbeat_timeout` s at most."""
+  return _jax.get_distributed_runtime_client(
+      address, int(node_id), rpc_timeout=rpc_timeout, init_timeout=init_timeout,
+      shutdown_timeout=shutdown_timeout, heartbeat_timeout=heartbeat_timeout,
+      shutdown_on_destruction=False)
+
+
+def set_distributed(client, node_id, num_nodes, interface=None, topology_timeout_s=None):
+  """Make the CPU client (created later) join process `node_id` of `num_nodes` through
+  the connected coordination `client`; None forgets it."""
+  global _distributed
+  if client is None:
+    _distributed = None
+    return
+  _distributed = dict(client=client, node_id=int(node_id), num_nodes=int(num_nodes),
+                      interface=interface, topology_timeout_s=topology_timeout_s)
+
+
+def _make_distributed_cpu_client():
+  d = _distributed
+  collectives = _jax.make_gloo_tcp_collectives(d["client"], hostname=None,
+                                               interface=d["interface"])
+  minutes = None
+  if d["topology_timeout_s"] is not None:  # jaxlib counts these in whole minutes
+    minutes = max(1, int(np.ceil(d["topology_timeout_s"] / 60)))
+  return xc.make_cpu_client(distributed_client=d["client"], node_id=d["node_id"],
+                            num_nodes=d["num_nodes"], collectives=collectives,
+                            num_devices=_num_cpu_devices(),
+                            get_local_topology_timeout_minutes=minutes,
+                            get_global_topology_timeout_minutes=minutes)
 
 
 _default_platform = None
@@ -155,7 +216,7 @@ _device_override = _DeviceOverride()
 
 def _resolve_device(d):
   if isinstance(d, str):  # a platform name: its first device
-    return get_client("gpu" if d == "cuda" else d).devices()[0]
+    return get_client("gpu" if d == "cuda" else d).local_devices()[0]
   return d
 
 
@@ -167,7 +228,8 @@ def default_device():
     return _resolve_device(config.jax_default_device)
   global _default_device
   if _default_device is None:
-    _default_device = get_client().devices()[0]
+    # This process's first device (the first global device with jax.distributed).
+    _default_device = get_client().local_devices()[0]
   return _default_device
 
 
@@ -380,6 +442,8 @@ def _compile_options(num_replicas=1, num_partitions=1, device_assignment=None,
   bo.num_partitions = num_partitions
   if device_assignment is not None:
     bo.device_assignment = device_assignment
+  if num_partitions > 1:  # an SPMD program: XLA's (GSPMD) partitioner splits it
+    bo.use_spmd_partitioning = True
   if compiler_options:
     # XLA debug options by name (`Lowered.compile(compiler_options=...)`); XLA itself
     # rejects an unknown name ("No such compile option").
@@ -425,7 +489,7 @@ def _compiled_name(module_text, name):
 
 def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=None,
             compiler_options=None, name=None, committed=True, devices=None,
-            out_shardings=None):
+            out_shardings=None, num_partitions=1, propagate_outputs=None):
   """Compile StableHLO text for `device`; cached in process and on disk.
 
   `out_avals` gives each output's aval (or a (shape, dtype) pair): the outputs
@@ -436,13 +500,18 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
   Outputs are committed to their device if `committed`. A replicated program
   (`num_replicas` > 1, pmap's) runs on `devices`, replica i on `devices[i]`, and
   `out_shardings` joins each output's per-device buffers into one Array.
+  An SPMD program (`num_partitions` > 1, see interpreters/pxla.py) runs partition i on
+  `devices[i]`; its `out_shardings` may be a function of the loaded executable (the
+  shardings XLA's partitioner chose), called once after compiling; `propagate_outputs`
+  (one flag per output) lets the partitioner choose those outputs' shardings.
   """
   devices = tuple(devices) if devices else (device or default_device(),)
   device = devices[0]
   out_avals = [_as_aval(a) for a in out_avals]
   copts = _normalize_compiler_options(compiler_options)
   key = (module_text, devices, num_replicas, tuple(out_avals), copts, committed,
-         tuple(out_shardings) if out_shardings else None)
+         out_shardings if callable(out_shardings) else
+         tuple(out_shardings) if out_shardings else None, num_partitions, propagate_outputs)
   exe = _exe_cache.get(key)
   if exe is not None:
     return exe
@@ -450,20 +519,30 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
   client = device.client
   devlist = _jax.DeviceList(devices)
   assignment = None
-  if len(devices) > 1 or device.id != 0:  # replica i runs on devices[i]
+  if len(devices) > 1 or device.id != 0:  # replica (or partition) i runs on devices[i]
     assignment = xc.DeviceAssignment.create(
-        np.array([d.id for d in devices], np.int32).reshape(len(devices), 1))
-  opts = _compile_options(num_replicas, device_assignment=assignment, compiler_options=copts)
+        np.array([d.id for d in devices], np.int32).reshape(
+            (1, len(devices)) if num_partitions > 1 else (len(devices), 1)))
+  opts = _compile_options(num_replicas, num_partitions, device_assignment=assignment,
+                          compiler_options=copts)
+  if propagate_outputs:
+    opts.executable_build_options.allow_spmd_sharding_propagation_to_output = \
+        list(propagate_outputs)
   loaded = None
   path = None
   if host_callbacks is None and PYTHON_CALLBACK_TARGET in module_text:
     host_callbacks = [_host_callback_trampoline]  # see "Python host callbacks"
-  use_disk = config.tracejax_compilation_cache and not host_callbacks
+  # A program spanning several processes is not stored: its executable is tied to the
+  # live distributed client.
+  use_disk = (config.tracejax_compilation_cache and not host_callbacks and
+              (_distributed is None or
+               all(d.process_index == client.process_index() for d in devices)))
   if use_disk:
     digest = hashlib.sha256("\0".join([
         JAXLIB_VERSION, client.platform, str(client.platform_version),
         str(len(client.devices())), ",".join(str(d.id) for d in devices), str(num_replicas),
-        repr(copts) if copts else "",
+        repr(copts) if copts else "", str(num_partitions) if num_partitions > 1 else "",
+        repr(propagate_outputs) if propagate_outputs else "",
         module_text]).encode()).hexdigest()
     path = os.path.join(_cache_dir(), digest[:2], digest + ".xla")
     loaded = _disk_load(client, path, devlist, opts)
@@ -476,6 +555,8 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
       loaded = client.compile_and_load(module_text, devlist, opts)
     if use_disk:
       _disk_store(loaded, path)
+  if callable(out_shardings):
+    out_shardings = out_shardings(loaded)
   exe = Executable(loaded, out_avals, device, module_text, committed, out_shardings)
   _exe_cache[key] = exe
   level = logging.WARNING if config.jax_log_compiles else logging.DEBUG
@@ -485,6 +566,20 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
   return exe
 
 
+_disk_stats = {"loaded": 0, "compiled": 0}
+
+
+def disk_cache_stats():
+  """How many executables this process loaded from the on-disk cache, and how many it
+  compiled because the disk held none (counted only while the disk cache is in use).
+
+  Example:
+    >>> sorted(disk_cache_stats())
+    ['compiled', 'loaded']
+  """
+  return dict(_disk_stats)
+
+
 def _disk_load(client, path, devlist, opts):
   try:
     with open(path, "rb") as f:
@@ -492,7 +587,9 @@ def _disk_load(client, path, devlist, opts):
   except OSError:
     return None
   try:
-    return client.deserialize_executable(blob, devlist, opts)
+    exe = client.deserialize_executable(blob, devlist, opts)
+    _disk_stats["loaded"] += 1
+    return exe
   except Exception:
     # A corrupt or incompatible entry is dropped and recompiled, never fatal.
     try:
@@ -503,6 +600,7 @@ def _disk_load(client, path, devlist, opts):
 
 
 def _disk_store(loaded, path):
+  _disk_stats["compiled"] += 1  # called right after every compile the disk could not serve
   try:
     blob = loaded.serialize()
     d = os.path.dirname(path)

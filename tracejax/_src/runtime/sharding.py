@@ -321,3 +321,534 @@ def on_device(x, aval, device, to_buffer):
       return x
     return put_on_device(x, device)
   return to_buffer(x, aval, device)
+
+
+# ---- SPMD shardings: Mesh, PartitionSpec, NamedSharding ----
+#
+# Partitioner choice: GSPMD (`mhlo.sharding` attributes, `use_spmd_partitioning`), not
+# Shardy. Both were verified on 8 CPU devices with jaxlib 0.10.2 (shared/docs/JAXLIB.md
+# §3, modes B/C vs D/E). GSPMD wins here because (1) its sharding is one attribute
+# string per value, which jaxlib's own `HloSharding` builds, parses, compares and
+# returns from a compiled executable (`get_output_shardings`), so the shardings we ask
+# for and the ones XLA chose are the same kind of object; Shardy would need an
+# `sdy.mesh` symbol at module level and region ops (`sdy.manual_computation`) that our
+# single-region lowering (interpreters/lowering.py) does not build; (2) shard_map's
+# manual mode is three plain custom calls (`Sharding`, `SPMDFullToShardShape`,
+# `SPMDShardToFullShape`) around the body, which slot into any lowering rule. The cost:
+# XLA logs that GSPMD is deprecated in favour of Shardy.
+#
+# Partition p of an SPMD program runs on `mesh.devices.flat[p]`: the tile assignments
+# below are written in those flat mesh positions, and every multi-device Array keeps
+# its buffers in that order.
+
+import enum as _enum
+import itertools as _itertools
+import math as _math
+import threading as _threading
+
+
+class AxisType(_enum.Enum):
+  """How a mesh axis is partitioned: `Auto` (XLA's partitioner decides, from the
+  shardings given), `Explicit` (accepted; treated as Auto: shardings are not part of
+  tracejax's types), `Manual` (inside `shard_map`)."""
+  Auto = _enum.auto()
+  Explicit = _enum.auto()
+  Manual = _enum.auto()
+
+  def __repr__(self):
+    return self.name
+
+
+class PartitionSpec(tuple):
+  """How each axis of an array maps onto mesh axes: one entry per array axis, None
+  (not split), a mesh axis name, or a tuple of names (split over their product).
+  Missing trailing entries mean None.
+
+  Args:
+    *partitions: the entries.
+
+  >>> PartitionSpec('x', None)
+  P('x', None)
+  """
+
+  def __new__(cls, *partitions):
+    parts = []
+    for p in partitions:
+      if isinstance(p, list):
+        p = tuple(p)
+      if isinstance(p, tuple):
+        if not all(isinstance(n, str) for n in p):
+          raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a "
+                          f"tuple of names, got {p!r}")
+      elif p is not None and not isinstance(p, str):
+        raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a "
+                        f"tuple of names, got {p!r}")
+      parts.append(p)
+    return super().__new__(cls, parts)
+
+  def __repr__(self):
+    return "P(" + ", ".join(repr(p) for p in self) + ")"
+
+  def __eq__(self, other):
+    return type(other) is PartitionSpec and tuple.__eq__(self, other)
+
+  def __ne__(self, other):
+    return not self.__eq__(other)
+
+  def __hash__(self):
+    return tuple.__hash__(self)
+
+  def __reduce__(self):
+    return (PartitionSpec, tuple(self))
+
+  def _normalized(self, ndim):
+    """One tuple of names per array axis (empty: not split)."""
+    parts = list(self) + [None] * (ndim - len(self))
+    return tuple(() if p is None else (p,) if isinstance(p, str) else tuple(p)
+                 for p in parts)
+
+
+P = PartitionSpec
+
+
+class _MeshStack(_threading.local):
+  def __init__(self):
+    self.stack = []
+
+
+_mesh_stack = _MeshStack()
+
+
+def current_mesh():
+  """The mesh of the innermost `with mesh:` block (None outside any)."""
+  return _mesh_stack.stack[-1] if _mesh_stack.stack else None
+
+
+class Mesh:
+  """An n-dimensional array of devices with a name per axis.
+
+  Args:
+    devices: an array (nested lists or NumPy object array) of devices.
+    axis_names: one name per axis of `devices`.
+    axis_types: optional, one `AxisType` per axis (default Auto).
+
+  Also a context manager: inside `with mesh:`, `shard_map` and
+  `with_sharding_constraint` may take bare `PartitionSpec`s.
+
+  >>> mesh = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ('x', 'y'))  # doctest: +SKIP
+  >>> mesh.shape                                                         # doctest: +SKIP
+  OrderedDict([('x', 2), ('y', 2)])
+  """
+
+  def __init__(self, devices, axis_names, axis_types=None):
+    if isinstance(axis_names, str):
+      axis_names = (axis_names,)
+    axis_names = tuple(axis_names)
+    devs = np.array(devices, dtype=object) if not isinstance(devices, np.ndarray) \
+        else devices
+    if devs.ndim != len(axis_names):
+      raise ValueError(
+          "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
+          f"its second argument (`axis_names`), but got devices.ndim == {devs.ndim} and "
+          f"len(axis_names) == {len(axis_names)}.")
+    if len(set(axis_names)) != len(axis_names):
+      raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
+    for n in axis_names:
+      if not isinstance(n, str):
+        raise TypeError(f"Mesh axis names must be strings, got {n!r}")
+    flat = tuple(devs.flat)
+    if len(set(flat)) != len(flat):
+      raise ValueError(f"Mesh devices must be distinct, got {list(flat)}")
+    if axis_types is None:
+      axis_types = (AxisType.Auto,) * len(axis_names)
+    elif isinstance(axis_types, AxisType):
+      axis_types = (axis_types,) * len(axis_names)
+    axis_types = tuple(axis_types)
+    if len(axis_types) != len(axis_names) or not all(isinstance(t, AxisType)
+                                                     for t in axis_types):
+      raise ValueError(f"Mesh axis_types must be one AxisType per axis name, got "
+                       f"{axis_types}")
+    self.devices = devs
+    self.devices.setflags(write=False)
+    self.axis_names = axis_names
+    self.axis_types = axis_types
+    self._flat_devices = flat
+    self._hash = hash((tuple(d.id for d in flat), devs.shape, axis_names, axis_types))
+
+  @property
+  def shape(self):
+    import collections
+    return collections.OrderedDict(zip(self.axis_names, self.devices.shape))
+
+  @property
+  def axis_sizes(self):
+    return tuple(self.devices.shape)
+
+  @property
+  def shape_tuple(self):
+    return tuple(zip(self.axis_names, self.devices.shape))
+
+  @property
+  def size(self):
+    return len(self._flat_devices)
+
+  @property
+  def empty(self):
+    return self.size == 0
+
+  @property
+  def device_ids(self):
+    return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+  @property
+  def local_devices(self):
+    return [d for d in self._flat_devices
+            if d.process_index == d.client.process_index()]
+
+  @property
+  def local_mesh(self):
+    return self
+
+  @property
+  def abstract_mesh(self):
+    return self
+
+  def axis_size(self, name):
+    return self.devices.shape[self.axis_names.index(name)]
+
+  def __enter__(self):
+    _mesh_stack.stack.append(self)
+    return self
+
+  def __exit__(self, *exc):
+    _mesh_stack.stack.pop()
+    return False
+
+  def __eq__(self, other):
+    return (isinstance(other, Mesh) and self._hash == other._hash and
+            self.axis_names == other.axis_names and
+            self.devices.shape == other.devices.shape and
+            self._flat_devices == other._flat_devices and
+            self.axis_types == other.axis_types)
+
+  def __hash__(self):
+    return self._hash
+
+  def _types_str(self):
+    return "(" + ", ".join(t.name for t in self.axis_types) + \
+        ("," if len(self.axis_types) == 1 else "") + ")"
+
+  def __repr__(self):
+    return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+            f"axis_types={self._types_str()})")
+
+  def __str__(self):
+    sizes = ", ".join(f"{n!r}: {s}" for n, s in zip(self.axis_names, self.axis_sizes))
+    return f"Mesh({sizes}, axis_types={self._types_str()})"
+
+
+def _hlo_from_tiles(tile_dims, ids, replicated_last):
+  if all(t == 1 for t in tile_dims) and not replicated_last:
+    return xc.HloSharding.replicate()
+  dims = list(tile_dims) + ([replicated_last] if replicated_last else [])
+  text = ("{devices=[" + ",".join(map(str, dims)) + "]" + ",".join(map(str, ids)) +
+          (" last_tile_dim_replicate" if replicated_last else "") + "}")
+  return xc.HloSharding.from_string(text)
+
+
+def _indices_from_hlo(hlo, shape, n):
+  """{partition: index} of a value of `shape` under HloSharding `hlo` over n partitions."""
+  full = (slice(None),) * len(shape)
+  if hlo.is_replicated() or hlo.is_maximal():
+    return {p: full for p in range(n)}
+  dims = list(hlo.tile_assignment_dimensions())
+  ids = np.array(hlo.tile_assignment_devices()).reshape(dims)
+  nd = len(shape)
+  out = {}
+  for pos in np.ndindex(*dims):
+    idx = []
+    for d in range(nd):
+      k = dims[d]
+      step = shape[d] // k
+      idx.append(slice(None) if k == 1 else slice(pos[d] * step, (pos[d] + 1) * step))
+    out[int(ids[pos])] = tuple(idx)
+  return out
+
+
+class _SpmdSharding(Sharding):
+  """What NamedSharding and GSPMDSharding share: placement over a flat device tuple
+  (partition i on device i) and the indices each device holds."""
+
+  def _init_devices(self, devices):
+    self._devices = tuple(devices)
+    self._internal_device_list = _jax.DeviceList(self._devices)
+
+  @property
+  def _device_assignment(self):
+    return self._devices
+
+  @property
+  def device_set(self):
+    return set(self._devices)
+
+  @property
+  def addressable_devices(self):
+    pid = self._devices[0].client.process_index()
+    return {d for d in self._devices if d.process_index == pid}
+
+  @property
+  def is_fully_addressable(self):
+    return len(self.addressable_devices) == len(self._devices)
+
+  @property
+  def num_devices(self):
+    return len(self._devices)
+
+  @property
+  def memory_kind(self):
+    return "device"
+
+  @property
+  def _memory_kind(self):
+    return None
+
+  def devices_indices_map(self, global_shape):
+    """{device: index}: which block of an array of `global_shape` each device holds."""
+    global_shape = tuple(global_shape)
+    self.check_shape(global_shape)
+    by_part = _indices_from_hlo(self._to_xla_hlo_sharding(len(global_shape)), global_shape,
+                                len(self._devices))
+    return {d: by_part[i] for i, d in enumerate(self._devices)}
+
+  def shard_shape(self, global_shape):
+    global_shape = tuple(global_shape)
+    self.check_shape(global_shape)
+    hlo = self._to_xla_hlo_sharding(len(global_shape))
+    if hlo.is_replicated():
+      return global_shape
+    dims = hlo.tile_assignment_dimensions()
+    return tuple(s // k for s, k in zip(global_shape, dims))
+
+  def check_shape(self, global_shape, what=None):
+    """ValueError when an array of `global_shape` cannot be laid out this way."""
+    hlo = self._to_xla_hlo_sharding(len(global_shape))
+    if hlo.is_replicated():
+      return
+    dims = hlo.tile_assignment_dimensions()
+    for d, (s, k) in enumerate(zip(global_shape, dims)):
+      if s % k:
+        raise ValueError(
+            f"Sharding {self!r} implies that array axis {d} is partitioned {k} times, but "
+            f"the dimension size is {s} (full shape: {tuple(global_shape)}, per-dimension "
+            f"tiling factors: {list(dims[:len(global_shape)])} should evenly divide the "
+            "shape)")
+
+  def _shard_arg(self, x):
+    """Any value (NumPy, scalar, an Array laid out otherwise) placed this way."""
+    from tracejax._src.core.avals import get_aval
+    aval = x.aval if type(x) is backend.ArrayImpl else get_aval(x)
+    return put_sharded(x, aval, self)
+
+  def is_equivalent_to(self, other, ndim):
+    return (isinstance(other, Sharding) and
+            tuple(other._device_assignment) == self._devices and
+            other._to_xla_hlo_sharding(ndim) == self._to_xla_hlo_sharding(ndim))
+
+
+class NamedSharding(_SpmdSharding):
+  """An array laid out over a `Mesh` by a `PartitionSpec`: array axis i is split into
+  equal blocks over the mesh axes `spec[i]` names, and replicated over the others.
+
+  Args:
+    mesh: the `Mesh`.
+    spec: a `PartitionSpec` (None: fully replicated).
+    memory_kind: accepted for compatibility (device memory only).
+
+  >>> s = NamedSharding(mesh, P('x', None))       # doctest: +SKIP
+  >>> s.shard_shape((4, 6))                       # doctest: +SKIP
+  (2, 6)
+  """
+
+  def __init__(self, mesh, spec=None, memory_kind=None, **_):
+    super().__init__()
+    if not isinstance(mesh, Mesh):
+      raise TypeError(f"NamedSharding mesh must be a Mesh, got {type(mesh).__name__}")
+    if spec is None:
+      spec = PartitionSpec()
+    elif not isinstance(spec, PartitionSpec):
+      if isinstance(spec, tuple):
+        spec = PartitionSpec(*spec)
+      else:
+        raise TypeError(f"NamedSharding spec must be a PartitionSpec, got {spec!r}")
+    seen = set()
+    for entry in spec._normalized(len(spec)):
+      for name in entry:
+        if name not in mesh.axis_names:
+          raise ValueError(f"Resource axis: {name} of {spec!r} is not found in mesh: "
+                           f"{mesh.axis_names}.")
+        if name in seen:
+          raise ValueError(
+              "A single NamedSharding spec specification can map every mesh axis to at "
+              f"most one positional dimension, but {spec!r} has duplicate entries for "
+              f"`{name}`")
+        seen.add(name)
+    self.mesh, self.spec, self._mem = mesh, spec, memory_kind
+    self._init_devices(mesh._flat_devices)
+    self._hlo_cache = {}
+    self._hash = hash((mesh, spec))
+
+  def _to_xla_hlo_sharding(self, num_dimensions):
+    h = self._hlo_cache.get(num_dimensions)
+    if h is None:
+      h = self._hlo_cache[num_dimensions] = self._build_hlo(num_dimensions)
+    return h
+
+  def _build_hlo(self, ndim):
+    if len(self.spec) > ndim:
+      raise ValueError(
+          f"Sharding {self!r} is only valid for values of rank at least {len(self.spec)}, "
+          f"but was applied to a value of rank {ndim}")
+    names = self.mesh.axis_names
+    sizes = dict(zip(names, self.mesh.axis_sizes))
+    parts = self.spec._normalized(ndim)
+    used = [n for entry in parts for n in entry]
+    unused = [n for n in names if n not in used]
+    order = [names.index(n) for n in used + unused]
+    ids = np.arange(self.mesh.size).reshape(self.mesh.axis_sizes).transpose(order).ravel()
+    tiles = [_math.prod(sizes[n] for n in entry) for entry in parts]
+    rep = _math.prod(sizes[n] for n in unused)
+    return _hlo_from_tiles(tiles, ids.tolist(), rep if rep > 1 and used else 0)
+
+  @property
+  def is_fully_replicated(self):
+    return all(_math.prod(self.mesh.axis_size(n) for n in entry) == 1
+               for entry in self.spec._normalized(len(self.spec)))
+
+  @property
+  def memory_kind(self):
+    return self._mem or "device"
+
+  def check_shape(self, global_shape, what=None):
+    if len(self.spec) > len(global_shape):
+      raise ValueError(
+          f"Sharding {self!r} is only valid for values of rank at least {len(self.spec)}, "
+          f"but was applied to a value of rank {len(global_shape)}")
+    for d, entry in enumerate(self.spec._normalized(len(global_shape))):
+      k = _math.prod(self.mesh.axis_size(n) for n in entry)
+      if global_shape[d] % k:
+        spec = PartitionSpec(*self.spec[:d + 1])
+        raise ValueError(
+            f"Sharding spec {tuple(spec)} implies that array axis {d} is partitioned {k} "
+            f"times, but does not evenly divide the dimension size {global_shape[d]}. Got "
+            f"shape: {tuple(global_shape)} and sharding {self!r}")
+
+  def with_spec(self, spec):
+    return NamedSharding(self.mesh, spec)
+
+  def __eq__(self, other):
+    return (type(other) is NamedSharding and other._hash == self._hash and
+            other.mesh == self.mesh and other.spec == self.spec)
+
+  def __hash__(self):
+    return self._hash
+
+  def __repr__(self):
+    return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
+
+
+class GSPMDSharding(_SpmdSharding):
+  """A layout given directly as XLA's HloSharding over a device tuple (what a compiled
+  program reports when no PartitionSpec over the mesh describes it).
+
+  Args:
+    devices: the devices, partition i on `devices[i]`.
+    op_sharding: an `HloSharding` (or an `OpSharding` proto).
+  """
+
+  def __init__(self, devices, op_sharding, **_):
+    super().__init__()
+    if not isinstance(op_sharding, xc.HloSharding):
+      op_sharding = xc.HloSharding.from_proto(op_sharding)
+    self._hlo = op_sharding
+    self._init_devices(devices)
+    self._hash = hash((self._devices, op_sharding))
+
+  def _to_xla_hlo_sharding(self, num_dimensions):
+    return self._hlo
+
+  @property
+  def is_fully_replicated(self):
+    return self._hlo.is_replicated()
+
+  def __eq__(self, other):
+    return (type(other) is GSPMDSharding and other._devices == self._devices and
+            other._hlo == self._hlo)
+
+  def __hash__(self):
+    return self._hash
+
+  def __repr__(self):
+    return f"GSPMDSharding({self._hlo!r})"
+
+
+_named_cache = {}
+
+
+def named_from_hlo(mesh, hlo, ndim):
+  """The NamedSharding over `mesh` whose HloSharding for rank `ndim` is `hlo` (P() when
+  replicated, else one entry per axis, as JAX writes them), or a GSPMDSharding when no
+  spec matches."""
+  key = (mesh, str(hlo), ndim)
+  s = _named_cache.get(key)
+  if s is not None:
+    return s
+  if hlo.is_replicated():
+    s = NamedSharding(mesh, PartitionSpec())
+  else:
+    s = _search_spec(mesh, hlo, ndim)
+  _named_cache[key] = s
+  return s
+
+
+def _search_spec(mesh, hlo, ndim):
+  names = mesh.axis_names
+  # Each mesh axis goes to one array axis or none (index ndim); within an array axis the
+  # names follow every order. Meshes have few axes, so the search is small.
+  for choice in _itertools.product(range(ndim + 1), repeat=len(names)):
+    groups = [[n for n, c in zip(names, choice) if c == d] for d in range(ndim)]
+    for perms in _itertools.product(*[_itertools.permutations(g) for g in groups]):
+      # One entry per array axis (JAX's spelling of a propagated sharding: P('x', None)).
+      entries = [None if not g else g[0] if len(g) == 1 else tuple(g) for g in perms]
+      cand = NamedSharding(mesh, PartitionSpec(*entries))
+      if cand._to_xla_hlo_sharding(ndim) == hlo:
+        return cand
+  return GSPMDSharding(mesh._flat_devices, hlo)
+
+
+def put_sharded(x, aval, s):
+  """Value `x` (NumPy, scalar or Array) as an Array laid out by sharding `s`, one buffer
+  per device (in `s`'s device order). An Array already laid out so is returned as is."""
+  if type(x) is backend.ArrayImpl:
+    xs = x._sharding
+    if xs == s:
+      return x
+    v = backend.to_numpy(x) if type(xs) is SingleDeviceSharding else assemble_numpy(x)
+  else:
+    v = np.asarray(x, aval.dtype)
+  shape = tuple(aval.shape)
+  s.check_shape(shape)
+  index = s.devices_indices_map(shape)
+  parts = [np.ascontiguousarray(v[index[d]]) for d in s._device_assignment]
+  return backend.put_shards(parts, s._device_assignment, aval, s)
+
+
+def is_spmd_sharding(s):
+  return isinstance(s, _SpmdSharding)
+
+
+def spmd_arrays(args):
+  """Whether any of `args` is an Array laid out by a NamedSharding/GSPMDSharding."""
+  for x in args:
+    if type(x) is backend.ArrayImpl and isinstance(x._sharding, _SpmdSharding):
+      return True
+  return False

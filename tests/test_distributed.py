@@ -48,7 +48,8 @@ def _worker(mode, pid, nproc, port):
 
   timeout = 5 if mode == "lonely" else 30
   jax.distributed.initialize(f"127.0.0.1:{port}", nproc, pid,
-                             initialization_timeout=timeout, heartbeat_timeout_seconds=10,
+                             initialization_timeout=timeout,
+                             heartbeat_timeout_seconds=4 if mode == "dies" else 10,
                              shutdown_timeout_seconds=10)
   if mode == "dies":
     if pid == 1:
@@ -101,6 +102,29 @@ def _worker(mode, pid, nproc, port):
   parts = [jax.device_put(np.full((1, 2), d.id, np.float32), d) for d in jax.local_devices()]
   k = jax.make_array_from_single_device_arrays((n, 2), sharding, parts)
   res["single_value"] = mu.process_allgather(k).tolist()
+  # The same step as one SPMD program: jit over a global mesh, the batch split over
+  # every device of every process, the parameters replicated.
+  try:
+    from tracejax.sharding import Mesh, NamedSharding, PartitionSpec
+  except ImportError:
+    from tracejax._src.runtime.sharding import Mesh, NamedSharding, PartitionSpec
+  mesh = Mesh(np.array(jax.devices()).reshape(nproc, 2), ("proc", "dev"))
+  batch = NamedSharding(mesh, PartitionSpec(("proc", "dev")))
+  repl = NamedSharding(mesh, PartitionSpec())
+  rows = slice(4 * pid, 4 * pid + 4)
+  xg = jax.make_array_from_process_local_data(batch, x[rows])
+  yg = jax.make_array_from_process_local_data(batch, y[rows])
+  wg = jax.make_array_from_process_local_data(repl, w)
+  res["named_x_shape"] = list(xg.shape)
+
+  @jax.jit
+  def spmd_step(w, x, y):
+    l, g = jax.value_and_grad(loss)(w, x, y)
+    return w - 0.1 * g, l
+
+  w_spmd, l_spmd = spmd_step(wg, xg, yg)
+  res["spmd_w"] = np.asarray(w_spmd.addressable_shards[0].data).tolist()
+  res["spmd_loss"] = float(np.asarray(l_spmd.addressable_shards[0].data))
   print("RESULT " + json.dumps(res), flush=True)
   jax.distributed.shutdown()
 
@@ -186,6 +210,9 @@ def test_data_parallel_step_across_processes(nproc):
     assert r["global_value"] == np.arange(2. * n).reshape(n, 2).tolist()
     assert r["callback_value"] == np.arange(3. * n).reshape(n, 3).tolist()
     assert r["single_value"] == [[float(i)] * 2 for i in all_ids]
+    assert r["named_x_shape"] == [2 * n, 3]
+    np.testing.assert_allclose(r["spmd_w"], want_w, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(r["spmd_loss"], want_loss, rtol=2e-5)
 
 
 def test_unreachable_coordinator_errors_in_bounded_time():
@@ -202,6 +229,7 @@ def test_dead_process_ends_the_others_in_bounded_time():
   assert rc1 == 3
   assert rc0 is not None, "process 0 hung after process 1 died"
   assert rc0 != 0 and "unexpected" not in so0
+  assert "heartbeat" in se0 or "Terminating process" in se0, se0[-2000:]
   assert secs0 < 40
 
 

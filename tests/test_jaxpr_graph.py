@@ -109,3 +109,27 @@ def test_command_line(tmp_path):
                         f"{script}:nope", "--args", "f32[3]"],
                        capture_output=True, text=True, timeout=120)
   assert bad.returncode == 2 and "no function 'nope'" in bad.stderr
+
+
+def test_tracejax_graph_subcommand(tmp_path):
+  pytest.importorskip("matplotlib")
+  script = tmp_path / "prog2.py"
+  script.write_text("import jax\nfrom jax import lax\n\ndef f(x, y):\n"
+                    "  return lax.cond(x[0] > 0, lambda a: a * 2.0, lambda a: a, y)\n")
+  out = tmp_path / "f.png"
+  proc = subprocess.run([sys.executable, "-m", "tracejax", "graph", f"{script}:f",
+                         "--args", "f32[3],f32[3]", "-o", str(out), "--engine", "matplotlib"],
+                        capture_output=True, text=True, timeout=120)
+  assert proc.returncode == 0, proc.stderr
+  assert f"wrote {out} (matplotlib)" in proc.stdout
+  assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_graphviz_engine(tmp_path):
+  import shutil
+  if shutil.which("dot") is None:
+    pytest.skip("Graphviz's dot program is not installed")
+  out = tmp_path / "f.svg"
+  assert jaxpr_graph.render(jax.make_jaxpr(f)(jnp.ones(3), jnp.ones(3)), out) == "graphviz"
+  svg = out.read_text()
+  assert "<svg" in svg and "cond: branch 0" in svg and "scan: body" in svg

@@ -160,6 +160,8 @@ _LAZY_ATTRIBUTES = {
     "make_array_from_callback": "tracejax._src.multihost",
     "make_array_from_process_local_data": "tracejax._src.multihost",
     "make_array_from_single_device_arrays": "tracejax._src.multihost",
+    "shard_map": "tracejax._src.shard_map",
+    "make_mesh": "tracejax._src.runtime.sharding",
 }
 
 

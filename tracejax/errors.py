@@ -20,4 +20,3 @@ from tracejax._src.errors import (
 from tracejax._src.runtime.backend import JaxRuntimeError as JaxRuntimeError
 from tracejax._src.numpy.indexing import (
     NonConcreteBooleanIndexError as NonConcreteBooleanIndexError)
-from tracejax._src.traceback_util import UnfilteredStackTrace as UnfilteredStackTrace

@@ -1,17 +1,28 @@
 """`jax.sharding`: how an Array's pieces are laid out over devices.
 
 * `Sharding`: the base of every sharding (jaxlib's);
-* `SingleDeviceSharding(device)`: the whole array on one device (every Array made
-  without `pmap`);
+* `SingleDeviceSharding(device)`: the whole array on one device;
 * `PmapSharding(devices)`: the leading axis split over `devices`, one index each (the
-  outputs of `pmap`).
+  outputs of `pmap`);
+* `Mesh(devices, axis_names)`, `PartitionSpec` (alias `P`), `NamedSharding(mesh, spec)`:
+  array axes split in blocks over named mesh axes (what `device_put`, `jit(in_shardings=,
+  out_shardings=)`, `lax.with_sharding_constraint` and `shard_map` take);
+* `GSPMDSharding`: a layout XLA chose that no spec over the mesh describes;
+* `AxisType`: Auto, Explicit, Manual.
 
 `Array.sharding` gives an array's. Re-exports from `tracejax/_src/runtime/sharding.py`.
 """
 # flake8: noqa: F401
 from tracejax._src.runtime.sharding import (
+    AxisType as AxisType,
+    GSPMDSharding as GSPMDSharding,
+    Mesh as Mesh,
+    NamedSharding as NamedSharding,
+    PartitionSpec as PartitionSpec,
     PmapSharding as PmapSharding,
     Shard as Shard,
     Sharding as Sharding,
     SingleDeviceSharding as SingleDeviceSharding,
+    current_mesh as get_mesh,
 )
+P = PartitionSpec

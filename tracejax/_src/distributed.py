@@ -14,7 +14,9 @@ and XLA then terminates the remaining processes with a message naming the cause.
 import atexit
 import os
 import re
+import socket
 import threading
+import time
 
 from tracejax._src.runtime import backend
 
@@ -155,6 +157,11 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     except Exception as e:
       raise RuntimeError(f"jax.distributed.initialize: could not start the coordination "
                          f"service on {bind}: {e}") from e
+  if service is None:
+    # XLA's client terminates the process when it cannot register in time; checking
+    # first that the coordinator's port answers turns the common mistakes (process 0 not
+    # started, a wrong address) into a Python exception instead.
+    _wait_for_coordinator(coordinator_address, process_id, num_processes, init_s)
   client = backend.make_distributed_client(coordinator_address, process_id,
                                            init_timeout=init_s,
                                            heartbeat_timeout=heartbeat_s,
@@ -175,6 +182,25 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
   global_state.process_id, global_state.num_processes = process_id, num_processes
   global_state.barrier_timeout_s = max(init_s, 60)
   global_state.counters = {}
+
+
+def _wait_for_coordinator(address, process_id, num_processes, timeout_s):
+  host, port = _ADDRESS.match(address).groups()
+  host = host.strip("[]")
+  deadline = time.monotonic() + timeout_s
+  last = None
+  while True:
+    try:
+      with socket.create_connection((host, int(port)), timeout=1.0):
+        return
+    except OSError as e:
+      last = e
+    if time.monotonic() >= deadline:
+      raise RuntimeError(
+          f"jax.distributed.initialize: process {process_id} of {num_processes} could not "
+          f"connect to the coordinator at {address} within {timeout_s} s (is process 0 "
+          f"running, and the address reachable from here?): {last}")
+    time.sleep(0.1)
 
 
 def shutdown():
@@ -215,8 +241,8 @@ def barrier(name, timeout_s=None):
     global_state.client.wait_at_barrier(f"tracejax:{name}:{k}", int(timeout_s * 1000))
   except Exception as e:
     raise RuntimeError(f"barrier {name!r} (process {global_state.process_id} of "
-                       f"{global_state.num_processes}) failed or timed out after "
-                       f"{timeout_s} s: {e}") from e
+                       f"{global_state.num_processes}) failed (it waits at most "
+                       f"{timeout_s} s): {e}") from e
 
 
 def _atexit_shutdown():

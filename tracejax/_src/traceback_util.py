@@ -27,7 +27,6 @@ frames of `runpy` and of tracejax's launcher above the user's script go.
 import functools
 import os
 import sys
-import traceback
 import types
 
 from tracejax._src.config import config
@@ -164,6 +163,7 @@ def _filter(e, mode):
     raise ValueError(f"JAX_TRACEBACK_FILTERING={mode} is not a valid value; expected one "
                      f"of {MODES}.")
   if mode == "remove_frames":
+    import traceback  # only here: keeps `import tracejax` from loading it
     name = traceback.format_exception_only(type(e), e)[-1].strip()
     full = UnfilteredStackTrace(
         f"{name}\n\nThe stack trace below excludes JAX-internal frames.\n"

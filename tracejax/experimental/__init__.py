@@ -7,7 +7,7 @@ first use, like the top-level `tracejax` package does.
 import importlib as _importlib
 
 _SUBMODULES = frozenset({"checkify", "jaxpr_graph", "jet", "loops", "ode", "optimizers", "optix",
-                         "stax", "multihost_utils"})
+                         "stax", "multihost_utils", "shard_map", "mesh_utils"})
 
 
 def __getattr__(name):

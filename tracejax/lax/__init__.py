@@ -77,3 +77,9 @@ __all__ = sorted(n for n in globals() if not n.startswith("_"))
 # `jax.lax.linalg` is a submodule (like `jax.lax.linalg.cholesky` in JAX); importing it
 # here makes the attribute available after a plain `import jax.lax`.
 from tracejax.lax import linalg  # noqa: E402,F401
+# Sharding constraints live with the SPMD machinery (interpreters/pxla.py).
+from tracejax._src.interpreters.pxla import (  # noqa: E402,F401
+    sharding_constraint_p as sharding_constraint_p,
+    with_sharding_constraint as with_sharding_constraint,
+)
+__all__ = sorted(set(__all__) | {"sharding_constraint_p", "with_sharding_constraint"})

@@ -465,7 +465,8 @@ def main(argv=None):
     The exit status (0 on success).
 
   Example:
-    >>> main(["examples/demo.py:loss_for_graph", "--args", "f32[3]", "-o", "/tmp/l.dot"])  # doctest: +SKIP
+    >>> main(["prog.py:f", "--args", "f32[3],f32[3]", "-o", "f.svg"])  # doctest: +SKIP
+    wrote f.svg (graphviz)
     0
   """
   parser = argparse.ArgumentParser(

@@ -828,6 +828,17 @@ class _SpmdEntry:
                                     p.const_bufs)
 
 
+def _check_jit_shape(s, shape, what):
+  """JAX's errors for a jit argument or output that sharding `s` cannot lay out: a spec
+  longer than the rank, or a dimension the tiles do not divide."""
+  if isinstance(s, sharding_mod.NamedSharding) and len(s.spec) > len(shape):
+    raise ValueError(
+        f"One of {what} is incompatible with its sharding annotation {s!r}: Sharding "
+        f"{s!r} is only valid for values of rank at least {len(s.spec)}, but was applied "
+        f"to a value of rank {len(shape)}")
+  sharding_mod._SpmdSharding.check_shape(s, shape)
+
+
 def _pick_mesh(shardings):
   mesh = None
   for s in shardings:
@@ -870,7 +881,6 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw):
     raise ValueError(f"jit of {jitted._name}: out_shardings alone need a mesh")
   rep = (sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec()) if mesh is not None
          else sharding_mod.GSPMDSharding(devices, xb.xc.HloSharding.replicate()))
-  names = None
   ins = []
   for i, (x, s, a) in enumerate(zip(leaves, given, in_avals)):
     if s is None:
@@ -890,13 +900,7 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw):
           f"Received incompatible devices for jitted computation. Got argument {i} of "
           f"{jitted._name} with devices {[d.id for d in s._device_assignment]} and "
           f"others with devices {[d.id for d in devices]}")
-    try:
-      s.check_shape(tuple(a.shape))
-    except ValueError as err:
-      if names is None:
-        names = [f"args[{j}]" for j in range(len(leaves))]
-      raise ValueError(f"One of pjit arguments with pytree key path {names[i]} is "
-                       f"incompatible with its sharding annotation {s!r}: {err}") from None
+    _check_jit_shape(s, tuple(a.shape), f"pjit arguments with pytree key path args[{i}]")
     ins.append(s)
   ckey = ("spmd", key, tuple(ins))
   e = jitted._cache.get(ckey)
@@ -908,11 +912,7 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw):
     outs = [_as_sharding(s, mesh, "jit out_shardings") for s in outs]
     for s, a in zip(outs, out_avals):
       if s is not None:
-        try:
-          s.check_shape(tuple(a.shape))
-        except ValueError as err:
-          raise ValueError(f"One of pjit outputs is incompatible with its sharding "
-                           f"annotation {s!r}: {err}") from None
+        _check_jit_shape(s, tuple(a.shape), "pjit outputs")
     e = _SpmdEntry()
     e.jaxpr, e.consts, e.out_tree = jaxpr, consts, out_tree
     e.prog = compile_spmd(jaxpr, consts, f"jit_{jitted._name}", devices, ins, outs, mesh,

@@ -33,15 +33,8 @@ from tracejax._src.runtime.array import Array
 _Mode = lax_gather.GatherScatterMode
 
 
-class NonConcreteBooleanIndexError(IndexError):
-  """A boolean mask index whose values are not known while tracing: the shape of
-  the result would depend on them."""
-
-  def __init__(self, aval):
-    super().__init__(
-        f"Array boolean indices must be concrete; got {aval}\n\nSee "
-        "https://jax.readthedocs.io/en/latest/errors.html"
-        "#jax.errors.NonConcreteBooleanIndexError")
+# The public error class (prints as jax.errors.NonConcreteBooleanIndexError).
+from tracejax._src.errors import NonConcreteBooleanIndexError  # noqa: E402
 
 
 # ---- parsed index entries ----

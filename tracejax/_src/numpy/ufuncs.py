@@ -647,6 +647,11 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
   a_min = min if a_min is None else a_min
   a_max = max if a_max is None else a_max
   util.check_arraylike_or_list("clip", a)
+  if any(v is not None and dtypes.is_complex(dtypes.dtype(v)) for v in (a, a_min, a_max)):
+    # JAX refuses to clip complex values (no order to clip in), though maximum and
+    # minimum order them lexicographically.
+    raise ValueError("jnp.clip: complex values cannot be clipped (a, a_min or a_max is "
+                     "complex); clip the real or imaginary part (jnp.real/jnp.imag).")
   if a_min is not None:
     a = maximum(a_min, a)
   if a_max is not None:

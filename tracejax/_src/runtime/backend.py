@@ -44,6 +44,10 @@ if jaxlib.__version__ != REQUIRED_JAXLIB:  # pragma: no cover
 from tracejax._src.config import config
 
 JaxRuntimeError = getattr(_jax, "JaxRuntimeError", RuntimeError)
+try:  # prints as jax.errors.JaxRuntimeError in tracebacks, as in JAX
+  JaxRuntimeError.__module__ = "jax.errors"
+except (AttributeError, TypeError):
+  pass
 JAXLIB_VERSION = jaxlib.__version__
 
 # jaxlib's C++ calls these Python-side methods that JAX normally monkey-patches in.

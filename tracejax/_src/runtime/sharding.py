@@ -11,10 +11,25 @@ read it. So tracejax builds on them:
   leading axis is split over devices one index per device, each shard holding
   one member's block of shape (1, ...): what `pmap` consumes and returns.
 
-The later SPMD shardings (`Mesh`, `NamedSharding`, `PartitionSpec`, GSPMD's
-`HloSharding`) belong here too and build on jaxlib's `NamedSharding`/`GSPMDSharding`
-the same way: each answers `_to_xla_hlo_sharding(ndim)`, `devices_indices_map(shape)`
-and `shard_shape(shape)`, which is all the Array and the executors ask of a sharding.
+* `NamedSharding(mesh, spec)` (a `Mesh` of named axes and a `PartitionSpec`) and
+  `GSPMDSharding(devices, hlo_sharding)` subclass it the same way, for SPMD programs.
+
+Every sharding answers `_to_xla_hlo_sharding(ndim)`, `devices_indices_map(shape)` and
+`shard_shape(shape)`, which is all the Array and the executors ask of one.
+
+**GSPMD, not Shardy.** XLA has two SPMD partitioners, both verified with jaxlib 0.10.2
+on 8 CPU devices (shared/docs/JAXLIB.md §3: modes B/C GSPMD auto/manual, D/E Shardy
+auto/manual, all correct). tracejax uses GSPMD (`mhlo.sharding` attributes,
+`use_spmd_partitioning`) because: a GSPMD sharding is one attribute string per value,
+built, parsed and compared by jaxlib's own `HloSharding`, which is also what a compiled
+executable reports for the outputs whose sharding it chose (`get_output_shardings`), so
+what we ask for and what XLA answers are the same kind of object; shard_map's manual
+mode is three plain custom calls (`Sharding`, `SPMDFullToShardShape`,
+`SPMDShardToFullShape`) that any lowering rule can emit, whereas Shardy needs an
+`sdy.mesh` symbol at module level and the region op `sdy.manual_computation`, which our
+one-region lowering (interpreters/lowering.py) does not build. The price: XLA logs a
+warning that GSPMD propagation is deprecated in favour of Shardy (once per compile).
+The translation below is the only place that knows the partitioner's format.
 """
 import numpy as np
 
@@ -387,7 +402,7 @@ class PartitionSpec(tuple):
     return super().__new__(cls, parts)
 
   def __repr__(self):
-    return "P(" + ", ".join(repr(p) for p in self) + ")"
+    return "P(" + ", ".join(repr(p) for p in self) + ("," if len(self) == 1 else "") + ")"
 
   def __eq__(self, other):
     return type(other) is PartitionSpec and tuple.__eq__(self, other)
@@ -444,8 +459,7 @@ class Mesh:
     if isinstance(axis_names, str):
       axis_names = (axis_names,)
     axis_names = tuple(axis_names)
-    devs = np.array(devices, dtype=object) if not isinstance(devices, np.ndarray) \
-        else devices
+    devs = np.array(devices, dtype=object)   # a copy: the mesh freezes its own
     if devs.ndim != len(axis_names):
       raise ValueError(
           "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
@@ -852,3 +866,54 @@ def spmd_arrays(args):
     if type(x) is backend.ArrayImpl and isinstance(x._sharding, _SpmdSharding):
       return True
   return False
+
+
+# ---- meshes from the device list ----
+
+def create_device_mesh(mesh_shape, devices=None, *, contiguous_submeshes=False,
+                       allow_split_physical_axes=False):
+  """An array of shape `mesh_shape` of devices (all local devices by default), in
+  device order (CPU devices have no physical topology to follow).
+
+  Args:
+    mesh_shape: the shape.
+    devices: the devices to arrange (their number must equal the shape's product).
+    contiguous_submeshes, allow_split_physical_axes: accepted for compatibility.
+
+  >>> create_device_mesh((2, 2)).shape     # doctest: +SKIP
+  (2, 2)
+  """
+  mesh_shape = tuple(int(s) for s in mesh_shape)
+  if devices is None:
+    devices = backend.devices()
+  devices = list(devices)
+  if _math.prod(mesh_shape) != len(devices):
+    raise ValueError(f"Number of devices {len(devices)} must equal the product of "
+                     f"mesh_shape {mesh_shape}")
+  return np.array(devices, dtype=object).reshape(mesh_shape)
+
+
+def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None):
+  """A `Mesh` of the given axis sizes and names over the first devices.
+
+  Args:
+    axis_shapes: the size of each mesh axis.
+    axis_names: the name of each mesh axis.
+    devices: the devices (default: `jax.devices()`).
+    axis_types: one `AxisType` per axis (default Auto).
+
+  >>> mesh = make_mesh((2, 2), ('x', 'y'))   # doctest: +SKIP
+  """
+  if isinstance(axis_names, str):
+    axis_names = (axis_names,)
+  axis_shapes = tuple(int(s) for s in axis_shapes)
+  if len(axis_shapes) != len(axis_names):
+    raise ValueError(f"Mesh axis_shapes {axis_shapes} and axis_names {tuple(axis_names)} "
+                     "must have the same length")
+  devices = list(backend.devices() if devices is None else devices)
+  n = _math.prod(axis_shapes)
+  if len(devices) < n:
+    raise ValueError(f"Number of devices {len(devices)} must be >= the product of "
+                     f"mesh_shape {axis_shapes}")
+  return Mesh(create_device_mesh(axis_shapes, devices[:n]), tuple(axis_names),
+              axis_types=axis_types)

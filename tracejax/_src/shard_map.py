@@ -1,0 +1,452 @@
+"""shard_map: a function written for one block of each argument, run on every device of
+a mesh at once, its collectives (`psum`, `all_gather`, `ppermute`, `axis_index`, ...)
+naming mesh axes.
+
+The staged form is the `shard_map` primitive; its `jaxpr` is the per-block body. Rules:
+
+* impl: one SPMD program over the mesh (interpreters/pxla.py's `compile_spmd`) whose
+  inputs and outputs are laid out by the `in_specs`/`out_specs`;
+* lowering inside an SPMD program: XLA's manual partitioning (runtime/sharding.py says
+  why GSPMD): each input goes through the `Sharding` and `SPMDFullToShardShape` custom
+  calls to its block, the body is lowered with the mesh axes as its axis env (its
+  collectives become cross-partition ops, lax/parallel.py), and each output goes back
+  through `SPMDShardToFullShape`;
+* lowering inside a program that is not partitioned (a `jit` of unsharded values): the
+  body runs as nested named-axis vmaps over the mesh axes, on that program's device:
+  the same numbers, as `pmap` does inside `jit`;
+* jvp: a shard_map of the body's JVP; transpose: a shard_map of the body's transpose,
+  where a cotangent flowing to an input replicated over some mesh axes is summed over
+  them, and an output replicated over some axes passes 1/size of its cotangent to each
+  member (so psum, whose transpose is psum, gives JAX's gradients); batching: the
+  batch axis becomes a leading, unsplit axis of every block.
+"""
+import functools
+import math
+
+import numpy as np
+
+from tracejax._src import tree_util, util
+from tracejax._src.core import ir
+from tracejax._src.core.avals import get_aval, raise_to_shaped
+from tracejax._src.core.trace import Primitive, Tracer
+from tracejax._src.interpreters import ad, batching, lowering, pxla, staging
+from tracejax._src.lax import parallel
+from tracejax._src.runtime import sharding as sharding_mod
+from tracejax._src.runtime.array import Array
+
+P = sharding_mod.PartitionSpec
+
+shard_map_p = Primitive("shard_map")
+shard_map_p.multiple_results = True
+
+
+# ---- blocks ----
+
+def _factors(mesh, spec, ndim):
+  return [math.prod(mesh.axis_size(n) for n in entry) for entry in spec._normalized(ndim)]
+
+
+def _block_aval(aval, mesh, spec):
+  f = _factors(mesh, spec, len(aval.shape))
+  return aval.update(shape=tuple(s // k for s, k in zip(aval.shape, f)))
+
+
+def _global_aval(aval, mesh, spec):
+  f = _factors(mesh, spec, len(aval.shape))
+  return aval.update(shape=tuple(s * k for s, k in zip(aval.shape, f)))
+
+
+def _unmentioned(mesh, spec):
+  used = {n for entry in spec._normalized(len(spec)) for n in entry}
+  return tuple(n for n in mesh.axis_names if n not in used)
+
+
+@functools.lru_cache(maxsize=None)
+def _named(mesh, spec):
+  return sharding_mod.NamedSharding(mesh, spec)
+
+
+# ---- the primitive ----
+
+def _trace_body(f, block_avals, mesh):
+  ctxs = [parallel.extend_axis_env(n, s) for n, s in zip(mesh.axis_names, mesh.axis_sizes)]
+  for c in ctxs:
+    c.__enter__()
+  try:
+    jaxpr, consts = staging.trace_to_jaxpr(f, block_avals)
+  finally:
+    for c in reversed(ctxs):
+      c.__exit__(None, None, None)
+  return staging.closed_call_jaxpr(jaxpr, consts)
+
+
+def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, **_):
+  return [_global_aval(v.aval, mesh, s) for v, s in zip(jaxpr.outvars, out_specs)]
+
+
+shard_map_p.def_abstract_eval(_abstract_eval)
+
+_impl_cache = {}
+
+
+def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_rep):
+  avals = tuple(raise_to_shaped(x.aval if type(x) is Array else get_aval(x)) for x in args)
+  key = (id(jaxpr), avals, mesh, in_specs, out_specs)
+  hit = _impl_cache.get(key)
+  if hit is None or hit[0] is not jaxpr:
+    invars = [ir.Var(a) for a in avals]
+    outvars = [ir.Var(a) for a in _abstract_eval(*avals, jaxpr=jaxpr, mesh=mesh,
+                                                   in_specs=in_specs, out_specs=out_specs)]
+    params = dict(jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                  check_rep=check_rep)
+    outer = ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, shard_map_p, params)])
+    prog = pxla.compile_spmd(outer, [], "shard_map", mesh._flat_devices,
+                             [_named(mesh, s) for s in in_specs],
+                             [_named(mesh, s) for s in out_specs], mesh)
+    if len(_impl_cache) > 1024:
+      _impl_cache.clear()
+    hit = _impl_cache[key] = (jaxpr, prog)
+  return hit[1].execute(args, avals)
+
+
+shard_map_p.def_impl(_impl)
+
+
+# ---- lowering ----
+
+def _manual_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_rep):
+  import dataclasses
+  manual = str(sharding_mod.xc.HloSharding.manual())
+  blocks = []
+  for x, a, s in zip(args, ctx.avals_in, in_specs):
+    full_s = str(_named(mesh, s)._to_xla_hlo_sharding(len(a.shape)))
+    y = pxla._sharding_custom_call(x, lowering.aval_to_ir_type(a), full_s)
+    blocks.append(pxla._sharding_custom_call(
+        y, lowering.aval_to_ir_type(_block_aval(a, mesh, s)), manual,
+        "SPMDFullToShardShape"))
+  mctx = dataclasses.replace(ctx.module_context,
+                             axis_env=tuple(zip(mesh.axis_names, mesh.axis_sizes)))
+  mctx.spmd_manual = True   # collectives become cross-partition ops (lax/parallel.py)
+  with pxla._spmd_lowering(0):   # no full-shape constraints inside the manual body
+    outs = lowering.jaxpr_subcomp(mctx, jaxpr, [], blocks)
+  res = []
+  for o, v, a, s in zip(outs, jaxpr.outvars, ctx.avals_out, out_specs):
+    y = pxla._sharding_custom_call(o, lowering.aval_to_ir_type(v.aval), manual)
+    full_s = str(_named(mesh, s)._to_xla_hlo_sharding(len(a.shape)))
+    res.append(pxla._sharding_custom_call(y, lowering.aval_to_ir_type(a), full_s,
+                                          "SPMDShardToFullShape"))
+  return res
+
+
+def _emulated(args, jaxpr, mesh, in_specs, out_specs):
+  """The shard_map's value computed on one device: every block, by named vmaps."""
+  from tracejax._src import api
+  from tracejax._src.lax import slicing, structural
+  names, sizes = mesh.axis_names, mesh.axis_sizes
+  k = len(names)
+
+  def split(x, spec):
+    # (..., d, ...) -> (mesh axis 0, ..., mesh axis k-1, *block) with size-1 axes for the
+    # mesh axes the spec does not use (broadcast: every member sees the same block).
+    parts = spec._normalized(len(x.shape))
+    shape, perm_src = [], {}
+    for d, entry in enumerate(parts):
+      for n in entry:
+        perm_src[n] = len(shape)
+        shape.append(mesh.axis_size(n))
+      shape.append(x.shape[d] // math.prod(mesh.axis_size(n) for n in entry))
+    y = structural.reshape(x, tuple(shape))
+    block_axes = [i for i in range(len(shape)) if i not in perm_src.values()]
+    mesh_axes = [perm_src[n] for n in names if n in perm_src]
+    y = structural.transpose(y, tuple(mesh_axes + block_axes))
+    full = []
+    it = iter(range(len(mesh_axes)))
+    for n in names:
+      full.append(y.shape[next(it)] if n in perm_src else 1)
+    return structural.reshape(y, tuple(full) + tuple(y.shape[len(mesh_axes):]))
+
+  def join(y, spec):
+    # (mesh axes..., *block) -> the global value; replicated mesh axes keep member 0.
+    for i, n in reversed(list(enumerate(names))):
+      if n not in {m for e in spec._normalized(len(spec)) for m in e}:
+        y = slicing.index_in_dim(y, 0, i, keepdims=True)
+    block = y.shape[k:]
+    parts = spec._normalized(len(block))
+    order = []
+    for d, entry in enumerate(parts):
+      order += [names.index(n) for n in entry] + [k + d]
+    unused = [i for i in range(k) if names[i] not in {m for e in parts for m in e}]
+    y = structural.transpose(y, tuple(unused + order))
+    return structural.reshape(y, tuple(
+        s * math.prod(mesh.axis_size(n) for n in e) for s, e in zip(block, parts)))
+
+  xs = [split(x, s) for x, s in zip(args, in_specs)]
+
+  def body(*blocks):
+    return ir.eval_jaxpr(jaxpr, [], *blocks)
+
+  fun = body
+  for i in reversed(range(k)):
+    fun = api.vmap(fun, in_axes=0, axis_name=names[i], axis_size=sizes[i])
+  # Arguments with a size-1 mesh axis are broadcast to the axis size first.
+  xs = [structural.broadcast_in_dim(x, tuple(sizes) + tuple(x.shape[k:]),
+                                    tuple(range(len(x.shape)))) for x in xs]
+  outs = fun(*xs)
+  return [join(o, s) for o, s in zip(outs, out_specs)]
+
+
+def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_rep):
+  if pxla.lowering_partitions() == mesh.size and mesh.size > 1:
+    return _manual_lowering(ctx, *args, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs,
+                            out_specs=out_specs, check_rep=check_rep)
+  return lowering.lower_fun(
+      lambda *xs: _emulated(xs, jaxpr, mesh, in_specs, out_specs),
+      multiple_results=True)(ctx, *args)
+
+
+lowering.register_lowering(shard_map_p, _lowering)
+
+
+# ---- differentiation and batching ----
+
+def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_rep):
+  params = dict(mesh=mesh, check_rep=check_rep)
+  nz = [type(t) is not ad.Zero for t in tangents]
+  block_avals = [v.aval for v in jaxpr.invars]
+  t_avals = [a.at_least_vspace() for a, z in zip(block_avals, nz) if z]
+  n = len(block_avals)
+
+  # The primal outputs come from a shard_map of the primals alone (as pmap's JVP does):
+  # under linearize they stay known, computed before any tangent is.
+  p_out = shard_map_p.bind(*primals, jaxpr=jaxpr, in_specs=in_specs, out_specs=out_specs,
+                           **params)
+
+  def body(*xs):
+    ps, ts = xs[:n], iter(xs[n:])
+    tin = [next(ts) if z else ad.Zero(a.at_least_vspace()) for a, z in zip(block_avals, nz)]
+    _, t_out = ad.jvp_of_jaxpr(jaxpr, ps, tin)
+    return [ad.instantiate_zeros(t) if type(t) is ad.Zero else t for t in t_out]
+
+  new, consts = _trace_body(body, block_avals + t_avals, mesh)
+  nz_t = [t for t in tangents if type(t) is not ad.Zero]
+  specs_in = ((P(),) * len(consts) + tuple(in_specs) +
+              tuple(s for s, z in zip(in_specs, nz) if z))
+  t_out = shard_map_p.bind(*consts, *primals, *nz_t, jaxpr=new, in_specs=specs_in,
+                           out_specs=tuple(out_specs), **params)
+  return p_out, t_out
+
+
+ad.primitive_jvps[shard_map_p] = _jvp
+
+
+def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_rep):
+  from tracejax._src.lax import elementwise
+  linear = [ad.is_undefined_primal(a) for a in args]
+  cts = [ad.instantiate_zeros(c) if type(c) is ad.Zero else c
+         for c in (cts if isinstance(cts, (list, tuple)) else [cts])]
+  # An output replicated over some mesh axes: each member holds the whole cotangent;
+  # pass each 1/size of it so the members' contributions add up to it once.
+  scaled = []
+  for c, s in zip(cts, out_specs):
+    k = math.prod(mesh.axis_size(n) for n in _unmentioned(mesh, s))
+    scaled.append(c if k == 1 or not np.issubdtype(c.dtype, np.inexact) else
+                  elementwise.div(c, np.array(k, c.dtype)))
+  known = [a for a, l in zip(args, linear) if not l]
+  known_avals = [v.aval for v, l in zip(jaxpr.invars, linear) if not l]
+  ct_avals = [v.aval for v in jaxpr.outvars]
+  lin_specs = [s for s, l in zip(in_specs, linear) if l]
+
+  def body(*xs):
+    kn, cs = xs[:len(known)], xs[len(known):]
+    t_jaxpr, t_consts = ad.transpose_jaxpr(jaxpr, linear)
+    res = ir.eval_jaxpr(t_jaxpr, t_consts, *kn, *cs)
+    out = []
+    for r, v, s in zip(res, [v for v, l in zip(jaxpr.invars, linear) if l], lin_specs):
+      r = ad.instantiate_zeros(r) if type(r) is ad.Zero else r
+      axes = _unmentioned(mesh, s)
+      out.append(parallel.psum(r, axes) if axes else r)
+    return out
+
+  new, consts = _trace_body(body, known_avals + ct_avals, mesh)
+  specs_in = ((P(),) * len(consts) + tuple(s for s, l in zip(in_specs, linear) if not l) +
+              tuple(out_specs))
+  outs = iter(shard_map_p.bind(*consts, *known, *scaled, jaxpr=new, mesh=mesh,
+                               in_specs=specs_in, out_specs=tuple(lin_specs),
+                               check_rep=check_rep))
+  return [next(outs) if l else None for l in linear]
+
+
+ad.primitive_transposes[shard_map_p] = _transpose
+
+
+def _batch(args, dims, *, jaxpr, mesh, in_specs, out_specs, check_rep):
+  from tracejax._src.lax import utils as lax_utils
+  size = next(x.shape[d] if isinstance(x, Tracer) else np.shape(x)[d]
+              for x, d in zip(args, dims) if d is not None)
+  moved, in_dims, specs = [], [], []
+  for x, d, s in zip(args, dims, in_specs):
+    if d is None:
+      moved.append(x)
+      in_dims.append(None)
+      specs.append(s)
+    else:
+      moved.append(lax_utils.moveaxis(x, d, 0))
+      in_dims.append(0)
+      specs.append(P(None, *s))
+  ctxs = [parallel.extend_axis_env(n, k) for n, k in zip(mesh.axis_names, mesh.axis_sizes)]
+  for c in ctxs:
+    c.__enter__()
+  try:
+    new, consts, _ = batching.batch_jaxpr(jaxpr, size, in_dims,
+                                          out_dims_wanted=[0] * len(jaxpr.outvars))
+  finally:
+    for c in reversed(ctxs):
+      c.__exit__(None, None, None)
+  body, const_args = staging.closed_call_jaxpr(new, consts)
+  outs = shard_map_p.bind(*const_args, *moved, jaxpr=body, mesh=mesh,
+                          in_specs=(P(),) * len(const_args) + tuple(specs),
+                          out_specs=tuple(P(None, *s) for s in out_specs),
+                          check_rep=check_rep)
+  return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[shard_map_p] = _batch
+
+
+# ---- the public function ----
+
+def _check_specs(what, specs, mesh):
+  for s in specs:
+    if not isinstance(s, P):
+      raise TypeError(f"shard_map {what} must be PartitionSpecs (or pytrees of them), got "
+                      f"{s!r}")
+    for entry in s._normalized(len(s)):
+      for n in entry:
+        if n not in mesh.axis_names:
+          raise ValueError(
+              f"shard_map {what} argument must refer to an axis marked as manual "
+              f"({frozenset(mesh.axis_names)}), but:\n\n  {what} refers to {n!r}\n\n"
+              f"Check the {what} values passed to shard_map.")
+
+
+def _spec_leaves(specs, tree_values, what):
+  is_leaf = lambda x: x is None or isinstance(x, P)
+  if is_leaf(specs):
+    return [specs if specs is not None else P()] * len(tree_util.tree_leaves(tree_values))
+  try:
+    out = tree_util.broadcast_prefix(specs, tree_values, is_leaf=is_leaf)
+  except (ValueError, TypeError):
+    raise ValueError(f"shard_map {what} must be a PartitionSpec or a pytree prefix of the "
+                     f"values, got {specs!r} for {tree_util.tree_structure(tree_values)}") \
+        from None
+  return [P() if s is None else s for s in out]
+
+
+def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=True, *,
+              check_vma=None, auto=frozenset(), axis_names=frozenset()):
+  """Run `f` on one block of each argument per device of `mesh`, all at once; inside,
+  collectives (`lax.psum(x, 'x')`, `all_gather`, `ppermute`, `axis_index`...) name mesh
+  axes.
+
+  Args:
+    f: the per-block function (pytrees in and out).
+    mesh: the `Mesh` (default: the one of an enclosing `with mesh:`).
+    in_specs: a PartitionSpec per positional argument (or a pytree prefix): how each
+      argument is split into blocks; mesh axes a spec omits see the whole value.
+    out_specs: the same for the outputs: how the blocks are put together; an output
+      whose spec omits a mesh axis must be equal across it (e.g. the result of a psum).
+    check_rep, check_vma: accepted (replication is not checked).
+    auto, axis_names: accepted; every mesh axis is manual.
+
+  Returns:
+    The function over global arrays. Usable as a decorator:
+    `@partial(shard_map, mesh=mesh, in_specs=P('x'), out_specs=P())`.
+
+  >>> f = shard_map(lambda b: lax.psum(b.sum(), 'x'), mesh=mesh, in_specs=P('x'),
+  ...               out_specs=P())                        # doctest: +SKIP
+  >>> f(jnp.arange(8.))                                   # doctest: +SKIP
+  Array(28., dtype=float32)
+  """
+  if f is None:
+    return lambda g: shard_map(g, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                               check_rep=check_rep, check_vma=check_vma, auto=auto,
+                               axis_names=axis_names)
+  if not callable(f):
+    raise TypeError(f"shard_map requires a callable, got {f!r}")
+  if mesh is None:
+    mesh = sharding_mod.current_mesh()
+    if mesh is None:
+      raise ValueError("shard_map needs a mesh: pass mesh=..., or call it inside "
+                       "`with mesh:`")
+  if not isinstance(mesh, sharding_mod.Mesh):
+    raise TypeError(f"shard_map requires a Mesh for its mesh argument, got {mesh!r}")
+  if out_specs is None:
+    raise TypeError("shard_map requires out_specs")
+  if in_specs is None:
+    raise TypeError("shard_map requires in_specs")
+  name = util.fun_name(f)
+  check = bool(check_rep if check_vma is None else check_vma)
+
+  @functools.wraps(f)
+  def wrapped(*args):
+    leaves, in_tree = tree_util.tree_flatten(args)
+    ispec = in_specs
+    if isinstance(ispec, list):
+      ispec = tuple(ispec)
+    if isinstance(ispec, P) or ispec is None:
+      specs = _spec_leaves(ispec, args, "in_specs")
+    else:
+      if not isinstance(ispec, tuple) or len(ispec) != len(args):
+        ispec = (ispec,) if len(args) == 1 else ispec
+      specs = _spec_leaves(tuple(ispec), args, "in_specs")
+    _check_specs("in_specs", specs, mesh)
+    block_avals = []
+    for i, (x, s) in enumerate(zip(leaves, specs)):
+      a = raise_to_shaped(x.aval if isinstance(x, (Tracer, Array)) else get_aval(x))
+      if len(s) > len(a.shape):
+        raise ValueError(
+            f"shard_map applied to the function {name!r} was given an in_specs entry which "
+            "is too long to be compatible with the corresponding input value from the "
+            f"function:\n\nin_specs is {s!r} which has length {len(s)}, but the passed "
+            f"args[{i}] has shape {a.str_short()}, which has rank {len(a.shape)} (and "
+            f"{len(a.shape)} < {len(s)})\n\nEntries in in_specs must be of length no "
+            "greater than the number of axes in the corresponding input value.")
+      for d, entry in enumerate(s._normalized(len(a.shape))):
+        k = math.prod(mesh.axis_size(n) for n in entry)
+        if a.shape[d] % k:
+          names = entry[0] if len(entry) == 1 else entry
+          raise ValueError(
+              f"shard_map applied to the function {name!r} was given argument arrays with "
+              "axis sizes that are not evenly divisible by the corresponding mesh axis "
+              f"sizes:\n\nThe mesh given has shape {mesh.axis_sizes} with corresponding "
+              f"axis names {mesh.axis_names}.\n\nthe passed args[{i}] of shape "
+              f"{a.str_short()} corresponds to in_specs of value {s!r}, which maps array "
+              f"axis {d} (of size {a.shape[d]}) to mesh axis {names!r} (of size {k}), but "
+              f"{k} does not evenly divide {a.shape[d]}\n\nArray arguments' axis sizes must "
+              "be evenly divisible by the mesh axis or axes indicated by the "
+              "corresponding elements of the argument's in_specs entry.")
+      block_avals.append(_block_aval(a, mesh, s))
+    store = []
+
+    def flat(*blocks):
+      out = f(*tree_util.tree_unflatten(in_tree, blocks))
+      ol, ot = tree_util.tree_flatten(out)
+      store.append((ot, out))
+      return ol
+
+    body, consts = _trace_body(flat, block_avals, mesh)
+    out_tree, out_example = store[0]
+    ospecs = _spec_leaves(tuple(out_specs) if isinstance(out_specs, list) else out_specs,
+                          out_example, "out_specs")
+    _check_specs("out_specs", ospecs, mesh)
+    for v, s in zip(body.outvars, ospecs):
+      if len(s) > len(v.aval.shape):
+        raise ValueError(f"shard_map out_specs {s!r} has length {len(s)}, but the "
+                         f"function {name!r} returned a value of rank "
+                         f"{len(v.aval.shape)}")
+    outs = shard_map_p.bind(*consts, *leaves, jaxpr=body, mesh=mesh,
+                            in_specs=(P(),) * len(consts) + tuple(specs),
+                            out_specs=tuple(ospecs), check_rep=check)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+  return wrapped

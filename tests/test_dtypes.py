@@ -341,9 +341,12 @@ def test_conversions(x64):
   assert dtypes.to_complex_dtype(np.float64) == np.complex128
   assert dtypes.to_complex_dtype(dtypes.bfloat16) == np.complex64
   assert dtypes.to_complex_dtype(np.complex64) == np.complex64
-  assert dtypes.to_complex_dtype(np.int32) == (np.complex128 if x64 else np.complex64)
-  assert dtypes.to_inexact_dtype(np.int8) == (np.float64 if x64 else np.float32)
-  assert dtypes.to_inexact_dtype(np.bool_) == (np.float64 if x64 else np.float32)
+  # JAX 0.10.2: ints of <= 32 bits and bool become float32 even with x64 on (issue 13)
+  assert dtypes.to_complex_dtype(np.int32) == np.complex64
+  assert dtypes.to_complex_dtype(np.int64) == (np.complex128 if x64 else np.complex64)
+  assert dtypes.to_inexact_dtype(np.int8) == np.float32
+  assert dtypes.to_inexact_dtype(np.bool_) == np.float32
+  assert dtypes.to_inexact_dtype(np.int64) == (np.float64 if x64 else np.float32)
   assert dtypes.to_inexact_dtype(np.float16) == np.float16
 
 

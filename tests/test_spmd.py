@@ -55,6 +55,8 @@ s = NamedSharding(mesh, P('x', 'y'))
 x = jax.device_put(xn, s)
 close(x, xn)
 assert x.sharding == s and x.committed and not s.is_fully_replicated
+assert not x.is_fully_replicated and x.devices() == set(mesh.devices.flat)
+assert jax.sharding.reshard(xn, NamedSharding(mesh, P())).is_fully_replicated
 assert s.shard_shape(xn.shape) == (2, 4)
 shards = x.addressable_shards
 assert [sh.device for sh in shards] == list(mesh.devices.flat)
@@ -115,6 +117,7 @@ c = jax.jit(lambda a: lax.with_sharding_constraint(a * 2, NamedSharding(mesh, P(
 co = c(x)
 close(co, xn * 2)
 assert co.sharding == NamedSharding(mesh, P(None, 'x')), co.sharding
+assert c(xn).sharding == NamedSharding(mesh, P(None, 'x'))   # NumPy in, same layout out
 assert 'sharding_constraint' in str(jax.make_jaxpr(lambda a: lax.with_sharding_constraint(a, s))(xn))
 ce = lax.with_sharding_constraint(xn, NamedSharding(mesh, P('y')))
 assert ce.sharding == NamedSharding(mesh, P('y'))
@@ -168,6 +171,9 @@ for out in (f(x), f(xn), jax.jit(f)(x), jax.jit(f)(xn)):
   close(out, want)
 assert f(x).sharding == NamedSharding(mesh, P(None, 'y')), f(x).sharding
 assert jax.jit(f)(x).sharding == NamedSharding(mesh, P(None, 'y'))
+assert jax.jit(f)(xn).sharding == NamedSharding(mesh, P(None, 'y'))   # NumPy in: SPMD too
+# nested in another jit, under pmap-free vmap: lowered as named vmaps on one device
+close(jax.jit(lambda v: jax.vmap(f)(v))(np.stack([xn, xn])), np.stack([want, want]))
 jp = str(jax.make_jaxpr(f)(xn))
 assert 'shard_map' in jp and 'psum' in jp, jp
 # the experimental spelling, and check_rep / check_vma accepted
@@ -176,6 +182,8 @@ g = exp_shard_map(lambda b: b * 2, mesh, in_specs=(P('x', 'y'),), out_specs=P('x
 close(g(xn), xn * 2)
 close(jax.shard_map(lambda b: b + 1, mesh=mesh, in_specs=P('x'), out_specs=P('x'),
                     check_vma=False)(xn), xn + 1)
+inf = jax.shard_map(lambda b: lax.psum(b, 'x'), mesh=mesh, out_specs=P(None, 'y'))  # in_specs inferred
+close(inf(x), want)
 
 # axis_index, all_gather, ppermute, psum over both axes, pmean, all_to_all
 idx = jax.shard_map(lambda b: jnp.zeros_like(b) + lax.axis_index('x') * 10 + lax.axis_index('y'),

@@ -19,26 +19,73 @@ import runpy
 import sys
 import types
 
-USAGE = """\
-usage: python -m tracejax run SCRIPT [ARGS...]     run a JAX program on tracejax
-       python -m tracejax run -m MODULE [ARGS...]  run a module, like `python -m`
-       python -m tracejax run -c CODE [ARGS...]    run a string, like `python -c`
-       python -m tracejax graph SCRIPT.py:FUNCTION --args "f32[3],f32[3]" [-o OUT.png]
-                                                   draw FUNCTION's jaxpr
-       python -m tracejax --help | --version
+DESCRIPTION = """\
+tracejax: JAX rebuilt from scratch on jaxlib.
 
-`import jax` (and every `jax.*` module) gives tracejax, in this interpreter and
-in the Python processes it starts (TRACEJAX_ALIAS_JAX=1 and tracejax's
-sitecustomize on PYTHONPATH; set TRACEJAX_ALIAS_JAX=0 in a child to opt out)."""
+commands:
+  run SCRIPT [ARGS...]      run a JAX program on tracejax, like `python SCRIPT`
+  run -m MODULE [ARGS...]   run a module, like `python -m MODULE` (pytest, ...)
+  run -c CODE [ARGS...]     run a string, like `python -c CODE`
+  graph SCRIPT.py:FUNCTION --args "f32[3],f32[3]" [-o OUT.png]
+                            draw FUNCTION's jaxpr as a graph
+  info [--json]             versions, devices, configuration and the compilation cache
+
+`run`: `import jax` (and every `jax.*` module) gives tracejax, in this interpreter
+and in the Python processes it starts (TRACEJAX_ALIAS_JAX=1 and tracejax's
+sitecustomize on PYTHONPATH; set TRACEJAX_ALIAS_JAX=0 in a child to opt out).
+Everything after SCRIPT, MODULE or CODE goes to the program untouched.
+
+`tracejax COMMAND --help` describes one command."""
+
+RUN_DESCRIPTION = """\
+Run a program written for JAX on tracejax: `import jax` gives tracejax. Arguments
+after SCRIPT, `-m MODULE` or `-c CODE` are passed to the program untouched, even
+those that look like options (`tracejax run -m pytest -x -n 2 tests/`)."""
 
 ENV_FLAG = "TRACEJAX_ALIAS_JAX"
 SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_alias_site")
 
 
-def _usage_error(message=None):
+def _prog():
+  base = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+  return "python -m tracejax" if base in ("__main__.py", "-m", "-c", "") else "tracejax"
+
+
+def _parser():
+  """The argparse description of the commands (help and `info`'s options).
+
+  `run`'s arguments are split by hand (see `main`): everything after the program
+  belongs to it, which argparse's REMAINDER does not guarantee for option-like words.
+  """
+  import argparse
+  fmt = argparse.RawDescriptionHelpFormatter
+  p = argparse.ArgumentParser(prog=_prog(), description=DESCRIPTION, formatter_class=fmt)
+  p.add_argument("-V", "--version", action="store_true", help="print the versions and exit")
+  sub = p.add_subparsers(dest="command", metavar="{run,graph,info}")
+  run = sub.add_parser("run", help="run a JAX program, module or string on tracejax",
+                       description=RUN_DESCRIPTION, formatter_class=fmt,
+                       usage=f"{_prog()} run [-h] (SCRIPT | -m MODULE | -c CODE) [ARGS...]")
+  run.add_argument("-m", metavar="MODULE", help="run library module MODULE as a script")
+  run.add_argument("-c", metavar="CODE", help="run the Python statements in CODE")
+  run.add_argument("script", nargs="?", metavar="SCRIPT", help="a Python file to run")
+  run.add_argument("args", nargs="*", metavar="ARGS", help="the program's own arguments")
+  sub.add_parser("graph", help="draw a function's jaxpr (`graph --help` for details)",
+                 add_help=False)
+  info = sub.add_parser("info", help="versions, devices, configuration, compilation cache",
+                        description="Print versions (tracejax, jaxlib, numpy, Python), "
+                        "the devices, every configuration flag and the on-disk "
+                        "compilation cache (directory, entries, size, bound).")
+  info.add_argument("--json", action="store_true", help="print one JSON object instead")
+  return p
+
+
+def _usage_error(message=None, command="run"):
+  # One line saying what is wrong (and where help is), as `python` does for a bad file.
   if message:
-    print(f"tracejax run: {message}", file=sys.stderr)
-  print(USAGE, file=sys.stderr)
+    print(f"{_prog()} {command}: {message} (see `{_prog()} --help`)", file=sys.stderr)
+  else:
+    _parser().print_usage(sys.stderr)
+    print(f"{_prog()}: error: a command is required: run, graph or info", file=sys.stderr)
   return 2
 
 

@@ -24,5 +24,7 @@ from tracejax._src.runtime.sharding import (
     Sharding as Sharding,
     SingleDeviceSharding as SingleDeviceSharding,
     current_mesh as get_mesh,
+    use_mesh as use_mesh,
 )
+from tracejax._src.interpreters.pxla import reshard as reshard
 P = PartitionSpec

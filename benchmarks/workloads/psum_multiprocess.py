@@ -111,6 +111,7 @@ def _peer(system, port):
   jax, np = ctx.jax, ctx.np
   jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=2, process_id=1,
                              initialization_timeout=60)
+  jax.devices()   # start the backend now: process 0's waits for this one's topology
   f, xs = _functions(jax, np)
   for line in sys.stdin:
     parts = line.split()

@@ -123,6 +123,34 @@ config.define("tracejax_compilation_cache", True, env="TRACEJAX_COMPILATION_CACH
               help="Keep compiled executables on disk between runs.")
 config.define("tracejax_cache_dir", "", env="TRACEJAX_CACHE_DIR",
               help="Directory of the on-disk compilation cache.")
+
+
+def _parse_size(s):
+  """Bytes from an int or a string with an optional K/M/G/T suffix ('512M', '1G')."""
+  if isinstance(s, (int, float)) and not isinstance(s, bool):
+    return int(s)
+  t = str(s).strip().upper().removesuffix("B").removesuffix("I")
+  scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+  return int(float(t[:-1] if scale > 1 else t) * scale)
+
+
+# The cache is bounded: past this many bytes the least recently used entries go
+# (a run of the test suite alone writes a few hundred MB).
+config.define("tracejax_cache_max_bytes", 1 << 30, parse=_parse_size,
+              env="TRACEJAX_CACHE_MAX_BYTES",
+              help="Size bound of the on-disk compilation cache (bytes; <= 0: unbounded).")
+# JAX's names for the same cache, accepted as they are in JAX (and from JAX's
+# environment variables, JAX_COMPILATION_CACHE_DIR ...). Both switches must be on
+# for the cache to be used; the directory is TRACEJAX_CACHE_DIR's, else JAX's.
+config.define("jax_compilation_cache_dir", "",
+              help="Directory of the on-disk compilation cache (JAX's name).")
+config.define("jax_enable_compilation_cache", True,
+              help="Use the on-disk compilation cache (JAX's name).")
+# JAX 0.10.2's defaults: programs compiled in under a second are not written.
+config.define("jax_persistent_cache_min_compile_time_secs", 1.0,
+              help="Only programs whose compilation took at least this long are written.")
+config.define("jax_persistent_cache_min_entry_size_bytes", 0, parse=_parse_size,
+              help="Only entries at least this large are written (0: no minimum).")
 config.define("tracejax_num_cpu_devices", 0, env="TRACEJAX_NUM_CPU_DEVICES",
               help="Number of CPU devices (0: from XLA_FLAGS, else 1).")
 # Compile logging: tracing, lowering and XLA compile times go to loggers under `jax`

@@ -283,6 +283,10 @@ class Jitted:
     e.jaxpr, e.consts, e.out_tree = jaxpr, consts, out_tree
     if any(isinstance(c, Tracer) for c in consts):
       return e  # closes over an outer trace's values: goes through xla_call
+    mesh = pxla.staged_mesh(jaxpr) if placed is None else None
+    if mesh is not None:  # shard_map/sharding constraints over a mesh: an SPMD program
+      e = self._cache[key] = pxla.StagedSpmd(jaxpr, consts, out_tree, mesh)
+      return e
     donated = self._donated(dyn, dkw)
     compiled = _compile_jaxpr(jaxpr, self._name, donated, *(placed or ()))
     e.exe, e.out_avals = compiled.exe, compiled.out_avals
@@ -339,8 +343,11 @@ class Jitted:
       if config.jax_explain_cache_misses:
         self._explain_miss(key, args, dyn, dkw, svals)
       e = self._compile(key, in_tree, in_avals, svals, dyn, dkw, placed)
-      if not hasattr(e, "exe"):
+      if not hasattr(e, "exe") and type(e) is not pxla.StagedSpmd:
         return self._call_traced(leaves, in_tree, skey, svals, e), None, 0
+    if type(e) is pxla.StagedSpmd:  # shard_map/sharding constraints inside: SPMD (pxla.py)
+      out, e = pxla.call_spmd(self, leaves, in_tree, in_avals, key, svals, dyn, dkw, e)
+      return out, e, len(leaves)
     if placed is not None:
       bufs = e.const_bufs + [sharding.on_device(x, a, placed[0], dispatch.to_buffer)
                              for x, a in zip(leaves, in_avals)]
@@ -551,6 +558,10 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
   Usable as `jit(f)`, `@jit` or `@jit(static_argnums=...)` (and with
   `functools.partial(jit, static_argnums=...)`). `inline=True` makes the call
   disappear under transformations: its operations join the outer jaxpr.
+  `in_shardings`/`out_shardings` (Shardings, or pytree prefixes of the arguments and
+  outputs; None entries: left to XLA) make it one SPMD program partitioned by XLA over
+  their mesh, as do arguments already laid out by a NamedSharding
+  (interpreters/pxla.py).
 
   >>> f = jit(lambda x: x * 2.)
   >>> f(3.)

@@ -352,7 +352,8 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=True, 
     f: the per-block function (pytrees in and out).
     mesh: the `Mesh` (default: the one of an enclosing `with mesh:`).
     in_specs: a PartitionSpec per positional argument (or a pytree prefix): how each
-      argument is split into blocks; mesh axes a spec omits see the whole value.
+      argument is split into blocks; mesh axes a spec omits see the whole value. None:
+      each argument's own NamedSharding spec over `mesh` (P() for any other value).
     out_specs: the same for the outputs: how the blocks are put together; an output
       whose spec omits a mesh axis must be equal across it (e.g. the result of a psum).
     check_rep, check_vma: accepted (replication is not checked).
@@ -382,8 +383,6 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=True, 
     raise TypeError(f"shard_map requires a Mesh for its mesh argument, got {mesh!r}")
   if out_specs is None:
     raise TypeError("shard_map requires out_specs")
-  if in_specs is None:
-    raise TypeError("shard_map requires in_specs")
   name = util.fun_name(f)
   check = bool(check_rep if check_vma is None else check_vma)
 
@@ -393,7 +392,11 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=True, 
     ispec = in_specs
     if isinstance(ispec, list):
       ispec = tuple(ispec)
-    if isinstance(ispec, P) or ispec is None:
+    if ispec is None:   # inferred: the spec of each argument laid out over this mesh
+      specs = [x._sharding.spec if type(x) is Array and
+               isinstance(x._sharding, sharding_mod.NamedSharding) and
+               x._sharding.mesh == mesh else P() for x in leaves]
+    elif isinstance(ispec, P):
       specs = _spec_leaves(ispec, args, "in_specs")
     else:
       if not isinstance(ispec, tuple) or len(ispec) != len(args):

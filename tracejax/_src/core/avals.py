@@ -82,6 +82,121 @@ class ShapedArray(AbstractValue):
     """The aval of this value's tangents (float0 for integer and bool values)."""
     return ShapedArray(self.shape, tangent_dtype(self.dtype), self.weak_type)
 
+  @property
+  def sharding(self):
+    """The type-level sharding (`jax.typeof(x).sharding`): as in JAX 0.10.2 without
+    explicit sharding, a `NamedSharding` over the empty `AbstractMesh` that splits no
+    axis (spec `P(None, ...)`, one entry per axis). Shardings are not part of
+    tracejax's types, so every aval reports this one."""
+    return AbstractNamedSharding(AbstractMesh.EMPTY, (None,) * len(self.shape))
+
+
+class AbstractMesh:
+  """A mesh known only by its axis names, sizes and types (no devices): what a type's
+  sharding refers to. `AbstractMesh.EMPTY` (no axes) is the mesh of every aval here.
+
+  Args:
+    axis_sizes: one size per axis.
+    axis_names: one name per axis.
+    axis_types: optional, one `AxisType` per axis.
+
+  >>> AbstractMesh.EMPTY.empty, AbstractMesh.EMPTY.are_all_axes_explicit
+  (True, False)
+  """
+  __slots__ = ("axis_sizes", "axis_names", "axis_types")
+
+  def __init__(self, axis_sizes=(), axis_names=(), axis_types=None):
+    self.axis_sizes = tuple(int(s) for s in axis_sizes)
+    self.axis_names = tuple(axis_names)
+    if len(self.axis_sizes) != len(self.axis_names):
+      raise ValueError(f"AbstractMesh axis_sizes {self.axis_sizes} and axis_names "
+                       f"{self.axis_names} must have the same length")
+    self.axis_types = tuple(axis_types) if axis_types is not None else ()
+
+  shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+  shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+  # JAX's empty abstract mesh reports size 0 and is "empty".
+  size = property(lambda self: int(np.prod(self.axis_sizes)) if self.axis_sizes else 0)
+  empty = property(lambda self: not self.axis_names)
+  abstract_mesh = property(lambda self: self)
+  # No axis is Explicit/Manual on the empty mesh (JAX: all three are False).
+  are_all_axes_explicit = property(lambda self: False)
+  are_all_axes_auto = property(lambda self: False)
+  are_all_axes_manual = property(lambda self: False)
+  explicit_axes = auto_axes = manual_axes = property(lambda self: ())
+
+  def __eq__(self, other):
+    return (isinstance(other, AbstractMesh) and self.axis_sizes == other.axis_sizes
+            and self.axis_names == other.axis_names)
+
+  def __hash__(self):
+    return hash((self.axis_sizes, self.axis_names))
+
+  def __repr__(self):
+    shape = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
+    return f"AbstractMesh(({shape}), axis_types={self.axis_types})"
+
+
+AbstractMesh.EMPTY = AbstractMesh()
+
+# The PartitionSpec class lives in the runtime (a layer below); the runtime installs
+# it here so that `aval.sharding.spec` compares equal to `jax.P(...)`.
+partition_spec_type = tuple
+
+
+class AbstractNamedSharding:
+  """The sharding of a type: a mesh (abstract) and a partition spec. Printed as JAX
+  prints it, `NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,))`.
+
+  Args:
+    mesh: an `AbstractMesh`.
+    spec: one entry per array axis (None: not split).
+
+  >>> ShapedArray((2, 3), 'float32').sharding.shard_shape((2, 3))
+  (2, 3)
+  """
+  __slots__ = ("mesh", "spec")
+
+  def __init__(self, mesh, spec=()):
+    self.mesh = mesh
+    self.spec = spec if isinstance(spec, partition_spec_type) else partition_spec_type(
+        *spec) if partition_spec_type is not tuple else tuple(spec)
+
+  memory_kind = None
+  is_fully_replicated = property(lambda self: all(p is None for p in self.spec))
+  is_fully_addressable = property(lambda self: True)
+  num_devices = property(lambda self: self.mesh.size)
+
+  @property
+  def device_set(self):
+    raise ValueError("device_set is not implemented for an abstract mesh "
+                     "(`jax.typeof(x).sharding` names no devices).")
+
+  def shard_shape(self, global_shape):
+    """The shape of one shard: the whole array (no axis is split on the empty mesh)."""
+    sizes = dict(zip(self.mesh.axis_names, self.mesh.axis_sizes))
+    out = list(global_shape)
+    for i, p in enumerate(self.spec):
+      names = () if p is None else (p,) if isinstance(p, str) else tuple(p)
+      out[i] //= int(np.prod([sizes[n] for n in names])) if names else 1
+    return tuple(out)
+
+  def __eq__(self, other):
+    # Trailing None entries do not matter, as for JAX's NamedSharding.
+    if not isinstance(other, AbstractNamedSharding) or self.mesh != other.mesh:
+      return False
+    strip = lambda s: tuple(s)[:max([i + 1 for i, p in enumerate(s) if p is not None],
+                                    default=0)]
+    return strip(self.spec) == strip(other.spec)
+
+  def __hash__(self):
+    return hash((self.mesh, tuple(p for p in self.spec if p is not None)))
+
+  def __repr__(self):
+    spec = ("P(" + ", ".join(repr(p) for p in self.spec)
+            + ("," if len(self.spec) == 1 else "") + ")")
+    return f"NamedSharding(mesh={self.mesh!r}, spec={spec})"
+
 
 def tangent_dtype(dtype):
   if dtypes.issubdtype(dtype, np.inexact):

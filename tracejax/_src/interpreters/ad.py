@@ -181,7 +181,7 @@ def defbilinear(prim, lhs_rule, rhs_rule):
 
 import numpy as np  # noqa: E402
 
-from tracejax._src import errors  # noqa: E402
+from tracejax._src import dtypes, errors  # noqa: E402
 from tracejax._src.core import avals as avals_mod  # noqa: E402
 from tracejax._src.core import ir  # noqa: E402
 from tracejax._src.core.trace import (Trace, Tracer, set_current_trace,  # noqa: E402
@@ -364,7 +364,10 @@ def linearize_flat(fun, primals):
   pe = PartialEvalTrace(parent, tangent_trace)
   jvp_trace = JVPTrace(pe)
   t_in = [tangent_trace.new_arg(_aval_of(p).at_least_vspace()) for p in primals]
-  ins = [JVPTracer(jvp_trace, p, t) for p, t in zip(primals, t_in)]
+  # An integer input's tangent is float0, which no operation accepts: it enters as a
+  # symbolic zero (its linear-jaxpr input stays unused; its cotangent is zero).
+  ins = [JVPTracer(jvp_trace, p, Zero(t.aval) if t.aval.dtype == dtypes.float0 else t)
+         for p, t in zip(primals, t_in)]
   with set_current_trace(jvp_trace):
     outs = fun(*ins)
   p_out, t_out = unzip_tracers(jvp_trace, outs)

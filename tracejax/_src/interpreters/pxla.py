@@ -17,6 +17,15 @@ The staged form is the `xla_pmap` primitive, whose `call_jaxpr` is the per-membe
 
 `pmap(f)` keeps a per-signature cache of compiled programs: a repeated call flattens
 its arguments, finds the entry and runs it, without tracing.
+
+SPMD programs (the second half of this module): `compile_spmd` lowers a jaxpr with
+`mhlo.sharding` attributes on its arguments and results and `num_partitions` = the
+mesh size, and XLA's partitioner splits it (partition i on the mesh's i-th device);
+`call_spmd` is jit's path for `in_shardings`/`out_shardings` and for arguments laid
+out by a NamedSharding (cached calls then run in jaxlib's C++ dispatcher),
+`apply_spmd` runs an eager primitive on such arguments, and `sharding_constraint_p`
+is `lax.with_sharding_constraint`. `shard_map` (tracejax/_src/shard_map.py) lowers to
+XLA's manual partitioning inside these programs.
 """
 import functools
 import operator
@@ -650,7 +659,6 @@ def _cpp_pmap(pf):
 
 import contextlib as _contextlib
 import threading as _threading
-import weakref as _weakref
 
 
 class _SpmdState(_threading.local):
@@ -818,6 +826,40 @@ def _leaf_shardings(spec_tree, values, what):
         from None
 
 
+class StagedSpmd:
+  """jit's cache entry for a signature whose traced program holds shard_maps or sharding
+  constraints over a mesh (`staged_mesh`): it runs through `call_spmd` as an SPMD
+  program over that mesh, as in JAX."""
+  __slots__ = ("jaxpr", "consts", "out_tree", "mesh")
+
+  def __init__(self, jaxpr, consts, out_tree, mesh):
+    self.jaxpr, self.consts, self.out_tree, self.mesh = jaxpr, consts, out_tree, mesh
+
+
+def staged_mesh(jaxpr):
+  """The mesh (over several devices) of the first shard_map or NamedSharding constraint
+  in `jaxpr` or the jaxprs nested in its equations; None if there is none."""
+  for eqn in jaxpr.eqns:
+    p = eqn.params
+    if eqn.primitive.name == "shard_map":
+      if p["mesh"].size > 1:
+        return p["mesh"]
+    elif eqn.primitive is sharding_constraint_p:
+      s = p["sharding"]
+      if isinstance(s, sharding_mod.NamedSharding) and s.mesh.size > 1:
+        return s.mesh
+    elif eqn.primitive is xla_pmap_p:
+      continue   # a replicated program of its own
+    for v in p.values():
+      for item in (v if isinstance(v, (tuple, list)) else (v,)):   # cond's branches
+        inner = getattr(item, "jaxpr", item)
+        if isinstance(inner, ir.Jaxpr):
+          m = staged_mesh(inner)
+          if m is not None:
+            return m
+  return None
+
+
 class _SpmdEntry:
   """jit's cache entry for an SPMD signature; `spmd_fastpath` feeds jaxlib's C++ jit."""
   __slots__ = ("prog", "out_tree", "jaxpr", "consts")
@@ -853,9 +895,10 @@ def _pick_mesh(shardings):
   return mesh
 
 
-def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw):
+def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw, staged=None):
   """Run `jitted` as an SPMD program: its `in_shardings`/`out_shardings`, else the
-  shardings of its committed sharded arguments. Returns (output, cache entry)."""
+  shardings of its committed sharded arguments, else (`staged`, a `StagedSpmd`) over
+  the mesh of the shard_maps/constraints it holds. Returns (output, cache entry)."""
   opts = jitted._shardings
   in_spec, out_spec = (opts[2], opts[3]) if opts is not None else (None, None)
   if isinstance(in_spec, list):
@@ -870,7 +913,8 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw):
         out_spec, is_leaf=lambda s: isinstance(s, sharding_mod.Sharding))
         if isinstance(s, sharding_mod.Sharding)])
   given = [_as_sharding(s, mesh, "jit in_shardings") for s in given]
-  mesh = mesh or _pick_mesh(given) or sharding_mod.current_mesh()
+  mesh = mesh or _pick_mesh(given) or (staged.mesh if staged is not None else None) or \
+      sharding_mod.current_mesh()
   devices = None
   for s in given + [s for s in arg_sh if sharding_mod.is_spmd_sharding(s)]:
     if s is not None and devices is None:
@@ -905,7 +949,10 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw):
   ckey = ("spmd", key, tuple(ins))
   e = jitted._cache.get(ckey)
   if e is None:
-    jaxpr, consts, out_tree = jitted._trace(in_tree, in_avals, svals)
+    if staged is not None:
+      jaxpr, consts, out_tree = staged.jaxpr, staged.consts, staged.out_tree
+    else:
+      jaxpr, consts, out_tree = jitted._trace(in_tree, in_avals, svals)
     out_avals = [v.aval for v in jaxpr.outvars]
     outs = _leaf_shardings(out_spec, tree_util.tree_unflatten(out_tree, out_avals),
                            "jit out_shardings")
@@ -957,9 +1004,6 @@ def apply_spmd(prim, args, avals, params, params_key):
                                           [None] * len(out_avals), mesh)
   outs = prog.execute(args, avals)
   return outs if prim.multiple_results else outs[0]
-
-
-_ = _weakref
 
 
 # ---- with_sharding_constraint ----
@@ -1038,3 +1082,12 @@ def _sharding_constraint_lowering(ctx, x, *, sharding):
 
 
 lowering.register_lowering(sharding_constraint_p, _sharding_constraint_lowering)
+
+
+def reshard(x, shardings):
+  """`x` laid out by `shardings` (a Sharding, a PartitionSpec inside `with mesh:`, or a
+  pytree prefix of them): a move outside `jit`, a sharding constraint inside.
+
+  >>> y = reshard(x, NamedSharding(mesh, P('x')))   # doctest: +SKIP
+  """
+  return with_sharding_constraint(x, shardings)

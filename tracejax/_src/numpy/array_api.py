@@ -276,7 +276,8 @@ def modf(x, /, out=None):
   whole = ufuncs.trunc(x)
   frac = ufuncs.subtract(x, whole)
   # inf - inf is nan; NumPy gives a zero fraction (with x's sign) for infinities.
-  frac = ufuncs.where(ufuncs.isinf(x), ufuncs.copysign(util.convert(0, util.dtype_of(x)), x),
+  frac = ufuncs.where(ufuncs.isinf(x), ufuncs.copysign(util.convert(0, util.dtype_of(x),
+                                                                   util.is_weak(x)), x),
                       frac)
   return frac, whole
 

@@ -72,6 +72,9 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
     leaves = _flatten_nested(object, [])
     if any(isinstance(x, (Array, Tracer)) or hasattr(x, "__jax_array__") for x in leaves):
       out = _stack_nested(object, dt)
+      if dtypes.is_weakly_typed(out):
+        # An array built from a list is strongly typed even from weak elements (JAX).
+        out = util.convert(out, util.dtype_of(out), False)
     else:
       dt = dt if dt is not None else _leaf_dtype(leaves)
       out = from_numpy(np.array(object, dtype=dt))

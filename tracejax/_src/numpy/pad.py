@@ -31,7 +31,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
     values = kwargs.get("constant_values", 0) if mode == "constant" else 0
     if util.ndim(values) == 0:
       cfg = [(lo, hi, 0) for lo, hi in widths]
-      value = util.convert(util.to_operand(values), util.dtype_of(x), False)
+      # weak when x is: padding a weak value keeps it weak (JAX)
+      value = util.convert(util.to_operand(values), util.dtype_of(x), util.is_weak(x))
       return structural.pad(x, value, cfg)
     values = _pairs(values, nd, "constant_values")
     for axis, ((lo, hi), (vlo, vhi)) in enumerate(zip(widths, values)):

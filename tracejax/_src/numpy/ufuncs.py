@@ -12,8 +12,13 @@ from tracejax._src.numpy import util
 
 
 def _constant_like(x, value):
-  """A (strongly typed) host scalar of `x`'s dtype: it stages as an inline literal."""
-  return util.convert(value, util.dtype_of(x), False)
+  """A host scalar of `x`'s dtype: it stages as an inline literal. It is weakly typed
+  when `x` is, so a constant of the formula never strengthens a weak result (JAX:
+  deg2rad, exp2, sinc, hypot... of a Python scalar are weak)."""
+  weak = util.is_weak(x)
+  if weak and isinstance(value, np.generic):
+    value = value.item()  # (a NumPy scalar would convert strongly)
+  return util.convert(value, util.dtype_of(x), weak)
 
 
 def _dtype(x):
@@ -168,7 +173,7 @@ def power(x1, x2, /):
 
 def _pow_int_int(x1, x2):
   """Integer power by repeated squaring (6 bits suffice: bigger exponents overflow)."""
-  acc = util.convert(1, _dtype(x1), False)
+  acc = util.convert(1, _dtype(x1), util.is_weak(x1))  # weak in, weak out (JAX)
   acc = util.broadcast_to(util.to_array(acc), util.shape(x1))
   one = _constant_like(x2, 1)
   for _ in range(6):
@@ -281,7 +286,9 @@ def log2(x, /):
   Example: `jnp.log2(jnp.array([1., 8.]))` is `[0., 3.]`.
   """
   x, = util.promote_args_inexact("log2", x)
-  return _rescaled_log(x, lax.div, lambda part: lax.log(_constant_like(part, 2)))
+  # Strong constants: JAX's log2/log10 of a weak value are not weak.
+  return _rescaled_log(x, lax.div,
+                       lambda part: lax.log(util.convert(2, _dtype(part), False)))
 
 
 def log10(x, /):
@@ -295,7 +302,8 @@ def log10(x, /):
   x, = util.promote_args_inexact("log10", x)
   # A product with 1/ln(10) rounded to x's dtype, as JAX computes it: then
   # log10(10.) is exactly 1 in float32, where log(x) / log(10.) is 0.99999994.
-  return _rescaled_log(x, lax.mul, lambda part: _constant_like(part, 1 / np.log(10)))
+  return _rescaled_log(x, lax.mul,
+                       lambda part: util.convert(1 / np.log(10), _dtype(part), False))
 
 
 def logaddexp(x1, x2, /):
@@ -722,7 +730,8 @@ def angle(z, deg=False):
   else:
     from tracejax._src.numpy import creation
     z, = util.promote_dtypes_inexact(z)
-    re, im = z, creation.zeros_like(z)
+    # strong zeros: JAX's angle of a weak real value is not weak
+    re, im = z, creation.zeros_like(z, dtype=_dtype(z))
   out = lax.atan2(im, re)
   return rad2deg(out) if deg else out
 

@@ -199,11 +199,12 @@ def promote_dtypes_inexact(*args):
 
 
 def promote_dtypes_numeric(*args):
-  """Like `promote_dtypes`, but a bool result becomes the default int."""
+  """Like `promote_dtypes`, but a bool result becomes int32 (strongly typed), as
+  JAX's numeric promotion makes it: int32 even with x64 on, never weak."""
   args = [to_operand(x) for x in args]
   to_dtype, weak = _result_dtype(args)
   if to_dtype == np.bool_:
-    to_dtype = dtypes.default_int_dtype()
+    to_dtype, weak = np.dtype(np.int32), False
   return _convert_all(args, to_dtype, weak)
 
 

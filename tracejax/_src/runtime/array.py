@@ -11,6 +11,9 @@ from tracejax._src.core import avals as avals_mod
 from tracejax._src.runtime import backend
 from tracejax._src.runtime import sharding as sharding_mod
 
+# `jax.typeof(x).sharding.spec` is a PartitionSpec (core cannot import the runtime).
+avals_mod.partition_spec_type = sharding_mod.PartitionSpec
+
 
 class _ArrayMethods:
   """The Python side of `Array`: attached to jaxlib's C++ ArrayImpl below."""

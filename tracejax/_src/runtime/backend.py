@@ -11,7 +11,6 @@ import io
 import logging
 import os
 import re
-import tempfile
 import threading
 import time
 import warnings
@@ -41,7 +40,8 @@ if jaxlib.__version__ != REQUIRED_JAXLIB:  # pragma: no cover
       f"installed. Its Python surface is private and changes between versions; run "
       f"pip install 'jaxlib=={REQUIRED_JAXLIB}'.")
 
-from tracejax._src.config import config
+from tracejax._src.config import config, _parse_size as config_parse_size
+from tracejax._src.runtime import compilation_cache
 
 JaxRuntimeError = getattr(_jax, "JaxRuntimeError", RuntimeError)
 try:  # prints as jax.errors.JaxRuntimeError in tracebacks, as in JAX
@@ -432,7 +432,7 @@ _exe_cache = {}
 
 
 def _cache_dir():
-  d = config.tracejax_cache_dir or os.path.join(
+  d = config.tracejax_cache_dir or config.jax_compilation_cache_dir or os.path.join(
       os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
       "tracejax", "xla")
   return d
@@ -538,7 +538,8 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
     host_callbacks = [_host_callback_trampoline]  # see "Python host callbacks"
   # A program spanning several processes is not stored: its executable is tied to the
   # live distributed client.
-  use_disk = (config.tracejax_compilation_cache and not host_callbacks and
+  use_disk = (config.tracejax_compilation_cache and config.jax_enable_compilation_cache and
+              not host_callbacks and
               (_distributed is None or
                all(d.process_index == client.process_index() for d in devices)))
   if use_disk:
@@ -548,9 +549,10 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
         repr(copts) if copts else "", str(num_partitions) if num_partitions > 1 else "",
         repr(propagate_outputs) if propagate_outputs else "",
         module_text]).encode()).hexdigest()
-    path = os.path.join(_cache_dir(), digest[:2], digest + ".xla")
+    path = compilation_cache.entry_path(_cache_dir(), digest)
     loaded = _disk_load(client, path, devlist, opts)
   if loaded is None:
+    t_compile = time.perf_counter()
     if host_callbacks:
       with make_ir_context():
         m = ir.Module.parse(module_text)
@@ -558,7 +560,7 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
     else:
       loaded = client.compile_and_load(module_text, devlist, opts)
     if use_disk:
-      _disk_store(loaded, path)
+      _disk_store(loaded, path, time.perf_counter() - t_compile)
   if callable(out_shardings):
     out_shardings = out_shardings(loaded)
   exe = Executable(loaded, out_avals, device, module_text, committed, out_shardings)
@@ -570,53 +572,65 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
   return exe
 
 
-_disk_stats = {"loaded": 0, "compiled": 0}
+_disk_stats = {"loaded": 0, "compiled": 0, "stored": 0}
 
 
 def disk_cache_stats():
   """How many executables this process loaded from the on-disk cache, and how many it
-  compiled because the disk held none (counted only while the disk cache is in use).
+  compiled because the disk held none (counted only while the disk cache is in use), and
+  how many of those it wrote there (compiles quicker than
+  `jax_persistent_cache_min_compile_time_secs` are not written).
 
   Example:
     >>> sorted(disk_cache_stats())
-    ['compiled', 'loaded']
+    ['compiled', 'loaded', 'stored']
   """
   return dict(_disk_stats)
 
 
 def _disk_load(client, path, devlist, opts):
-  try:
-    with open(path, "rb") as f:
-      blob = f.read()
-  except OSError:
+  blob = compilation_cache.read_entry(path)  # None: missing, truncated or corrupt
+  if blob is None:
     return None
   try:
     exe = client.deserialize_executable(blob, devlist, opts)
     _disk_stats["loaded"] += 1
     return exe
   except Exception:
-    # A corrupt or incompatible entry is dropped and recompiled, never fatal.
-    try:
-      os.unlink(path)
-    except OSError:
-      pass
+    # An incompatible entry is dropped and recompiled, never fatal.
+    compilation_cache.remove(path)
     return None
 
 
-def _disk_store(loaded, path):
+def _disk_store(loaded, path, compile_secs=float("inf")):
   _disk_stats["compiled"] += 1  # called right after every compile the disk could not serve
+  # As JAX: quick compiles are not worth the disk (jax_persistent_cache_min_compile_time_secs).
+  if compile_secs < config.jax_persistent_cache_min_compile_time_secs:
+    return
   try:
     blob = loaded.serialize()
-    d = os.path.dirname(path)
-    os.makedirs(d, exist_ok=True)
-    # Write to a private temporary file, then rename: concurrent writers of the same
-    # entry each produce a whole file, and readers never see a partial one.
-    fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-      f.write(blob)
-    os.replace(tmp, path)
+    if len(blob) < config_parse_size(config.jax_persistent_cache_min_entry_size_bytes):
+      return
+    compilation_cache.write_entry(path, blob, config_parse_size(config.tracejax_cache_max_bytes))
+    _disk_stats["stored"] += 1
   except Exception as e:  # a full or read-only disk must not break the run
     warnings.warn(f"tracejax: could not write the compilation cache entry {path}: {e}")
+
+
+def disk_cache_info():
+  """The on-disk compilation cache: directory, entries, bytes, bound, and switches.
+
+  Example:
+    >>> sorted(disk_cache_info())
+    ['bytes', 'directory', 'enabled', 'entries', 'max_bytes', 'min_compile_time_secs']
+  """
+  d = _cache_dir()
+  n, size = compilation_cache.scan(d)
+  return {"directory": d, "entries": n, "bytes": size,
+          "max_bytes": config_parse_size(config.tracejax_cache_max_bytes),
+          "min_compile_time_secs": config.jax_persistent_cache_min_compile_time_secs,
+          "enabled": bool(config.tracejax_compilation_cache and
+                          config.jax_enable_compilation_cache)}
 
 
 def clear_caches():

@@ -852,8 +852,12 @@ def put_sharded(x, aval, s):
   shape = tuple(aval.shape)
   s.check_shape(shape)
   index = s.devices_indices_map(shape)
-  parts = [np.ascontiguousarray(v[index[d]]) for d in s._device_assignment]
-  return backend.put_shards(parts, s._device_assignment, aval, s)
+  # Only this process's devices get a buffer (all of them in a single process).
+  devs = s._device_assignment
+  pid = devs[0].client.process_index()
+  devs = [d for d in devs if d.process_index == pid]
+  parts = [np.ascontiguousarray(v[index[d]]) for d in devs]
+  return backend.put_shards(parts, devs, aval, s)
 
 
 def is_spmd_sharding(s):
@@ -893,7 +897,7 @@ def create_device_mesh(mesh_shape, devices=None, *, contiguous_submeshes=False,
   return np.array(devices, dtype=object).reshape(mesh_shape)
 
 
-def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None):
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):
   """A `Mesh` of the given axis sizes and names over the first devices.
 
   Args:
@@ -917,3 +921,13 @@ def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None):
                      f"mesh_shape {axis_shapes}")
   return Mesh(create_device_mesh(axis_shapes, devices[:n]), tuple(axis_names),
               axis_types=axis_types)
+
+
+def use_mesh(mesh):
+  """`with use_mesh(mesh):` is `with mesh:` (the mesh bare PartitionSpecs refer to).
+
+  >>> with use_mesh(mesh): ...   # doctest: +SKIP
+  """
+  if not isinstance(mesh, Mesh):
+    raise TypeError(f"use_mesh expects a Mesh, got {mesh!r}")
+  return mesh

@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import traceback
+import warnings
 
 import numpy as np
 
@@ -85,6 +86,34 @@ def bind_library(which):
   return {"jax": jax, "jnp": jnp, "lax": lax, "np": np}
 
 
+def infer_avals(ns, prog, render):
+  """{name: (shape, dtype name)} of every op result of ``prog``, by ``eval_shape``.
+
+  ``render`` is _fuzz_gen.render (passed in to keep this module free of the generator).
+  Raises whatever tracing raises, or TypeError/ValueError for results the generator
+  cannot chain (non-arrays, very large arrays).
+  """
+  jax = ns["jax"]
+  p = dict(prog, stack=[], out="(" + "".join(f"v{k}, " for k in range(len(prog["ops"]))) + ")")
+  g = dict(ns)
+  exec(compile(PRELUDE + render(p), "<infer>", "exec"), g)
+  args = []
+  for spec in prog["inputs"]:
+    if "py" in spec:
+      args.append(decode_input({"py": spec["py"]}))
+    else:
+      args.append(jax.ShapeDtypeStruct(tuple(spec["shape"]), np_dtype(spec["dtype"])))
+  outs = jax.eval_shape(g["main"], *args)
+  res = {}
+  for k, o in enumerate(outs):
+    if not hasattr(o, "shape") or not hasattr(o, "dtype"):
+      raise TypeError("op result is not an array")
+    if int(np.prod(o.shape)) > 4096 or len(o.shape) > 5:
+      raise ValueError("result too big to chain")
+    res[f"v{k}"] = (tuple(o.shape), np.dtype(o.dtype).name)
+  return res
+
+
 class _Timeout(Exception):
   pass
 
@@ -110,6 +139,7 @@ def run_program(ns, src, inputs, timeout=60):
   old = signal.signal(signal.SIGALRM, _alarm)
   signal.alarm(int(timeout))
   try:
+    warnings.simplefilter("ignore")
     exec(compile(PRELUDE + src, "<fuzz>", "exec"), g)
     args = [decode_input(d) for d in inputs]
     out = g["main"](*args)
@@ -147,6 +177,7 @@ def worker_main():
   if which == "jax":
     import jax
     jax.config.update("jax_enable_x64", x64)
+    jax.config.update("jax_threefry_partitionable", os.environ.get("FUZZ_TFP") == "1")
   else:
     import tracejax
     tracejax.config.update("jax_enable_x64", x64)

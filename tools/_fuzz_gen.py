@@ -603,3 +603,50 @@ def generate(rng, infer, x64, max_ops=6, p_keep_error=0.12):
     avals.update(new)
   prog["stack"] = gen_stack(rng, prog)
   return prog
+
+
+# ----------------------------------------------------------------------------- smooth
+
+SMOOTH_UNARY = ["jnp.sin", "jnp.cos", "jnp.tanh", "jax.nn.sigmoid", "jax.nn.softplus",
+                "(lambda v: jnp.exp(jnp.tanh(v)))", "jnp.square", "(lambda v: v * 0.5)",
+                "jnp.cumsum", "jnp.ravel", "jnp.flip", "jnp.sinh", "jnp.arctan",
+                "(lambda v: jnp.log1p(jnp.square(v)))", "jax.nn.gelu", "jax.nn.silu"]
+SMOOTH_OTHER = ["jnp.sum({0}, axis=0)", "jnp.mean({0})", "jnp.sum({0} * {0}, axis=-1)",
+                "jnp.dot(jnp.ravel({0}), jnp.ravel({0}))", "jax.nn.logsumexp({0})",
+                "jax.nn.softmax({0})", "jnp.stack([{0}, jnp.sin({0})])", "({0} * {1})",
+                "({0} + {1})", "({0} - 2.0 * {1})", "jnp.where({0} > 10.0, {0}, {1})",
+                "lax.scan(lambda c, xi: (c * 0.5 + jnp.sin(xi), c), jnp.zeros_like({0}[0]), "
+                "{0})[1]", "lax.fori_loop(0, 2, lambda i, v: jnp.sin(v) + v, {0})",
+                "lax.cond(True, jnp.sin, jnp.cos, {0})", "jnp.cumprod(jnp.tanh({0}) + 1.5)",
+                "{0}.at[0].add(jnp.sum({1}))", "{0}[::-1]", "jnp.concatenate([{0}, {1}])"]
+
+
+def generate_smooth(rng, infer, dtype="float32", max_ops=4):
+  """A random program of smooth float ops on non-empty float inputs (for grad checks)."""
+  n_in = int(rng.integers(1, 3))
+  shape = [[3], [2, 2], [4]][rng.integers(3)]
+  inputs = [{"dtype": dtype, "shape": list(shape), "kind": "normal"} for _ in range(n_in)]
+  prog = {"inputs": inputs, "ops": [], "out": "x0", "stack": [],
+          "seed": int(rng.integers(2 ** 31))}
+  avals = {f"x{i}": input_aval(s) for i, s in enumerate(inputs)}
+  for _ in range(4 * max_ops):
+    if len(prog["ops"]) >= max_ops:
+      break
+    P = _Pool(rng, avals)
+    a = P.pick(lambda s, d: len(s) >= 1)
+    b = P.pick(lambda s, d: tuple(s) == tuple(P.shape(a)))
+    if rng.random() < 0.5:
+      op = {"t": f"{rng.choice(SMOOTH_UNARY)}({{0}})", "a": [a]}
+    else:
+      op = {"t": str(rng.choice(SMOOTH_OTHER)), "a": [a, b]}
+    cand = dict(prog, ops=prog["ops"] + [op], out=f"v{len(prog['ops'])}")
+    try:
+      new = infer(cand)
+    except Exception:
+      continue
+    if not new[cand["out"]][0]:  # keep non-scalar values chainable; scalars end
+      prog = cand
+      break
+    prog = cand
+    avals.update(new)
+  return prog

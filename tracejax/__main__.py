@@ -82,7 +82,8 @@ def _parser():
 def _usage_error(message=None, command="run"):
   # One line saying what is wrong (and where help is), as `python` does for a bad file.
   if message:
-    print(f"{_prog()} {command}: {message} (see `{_prog()} --help`)", file=sys.stderr)
+    where = f"{_prog()} {command}" if command else _prog()
+    print(f"{where}: {message} (see `{where} --help`)", file=sys.stderr)
   else:
     _parser().print_usage(sys.stderr)
     print(f"{_prog()}: error: a command is required: run, graph or info", file=sys.stderr)
@@ -97,6 +98,74 @@ def _version():
   except Exception:  # metadata missing (a source tree on PYTHONPATH): say so, don't fail
     jaxlib = "unknown"
   return f"tracejax {__version__} (jaxlib {jaxlib})"
+
+
+def _run_help():
+  p = _parser()
+  for action in p._subparsers._group_actions:  # the `run` subparser's own help
+    action.choices["run"].print_help()
+
+
+def info(as_json=False, file=None):
+  """Print what `tracejax info` shows: versions, devices, flags, compilation cache.
+
+  Args:
+    as_json: print one JSON object instead of text.
+    file: where to print (`sys.stdout` by default).
+
+  Returns 0 (the exit status).
+
+  Example:
+    >>> import io, json
+    >>> buf = io.StringIO()
+    >>> info(as_json=True, file=buf)
+    0
+    >>> sorted(json.loads(buf.getvalue()))[:3]
+    ['cache', 'config', 'devices']
+  """
+  import json
+  import platform
+  from importlib.metadata import PackageNotFoundError, version
+  import tracejax
+  from tracejax._src.config import config
+  from tracejax._src.runtime import backend
+  file = sys.stdout if file is None else file
+
+  def ver(name):
+    try:
+      return version(name)
+    except PackageNotFoundError:
+      return "not installed"
+
+  data = {
+      "versions": {"tracejax": tracejax.__version__, "jaxlib": ver("jaxlib"),
+                   "numpy": ver("numpy"), "ml_dtypes": ver("ml_dtypes"),
+                   "scipy": ver("scipy"), "python": platform.python_version()},
+      "platform": platform.platform(),
+      "default_backend": tracejax.default_backend(),
+      "devices": [repr(d) for d in tracejax.devices()],
+      "process_index": tracejax.process_index(),
+      "process_count": tracejax.process_count(),
+      "config": {k: config.values[k] for k in sorted(config.values)},
+      "cache": backend.disk_cache_info(),
+  }
+  if as_json:
+    print(json.dumps(data, indent=1, default=str), file=file)
+    return 0
+  out = [f"{k}: {v}" for k, v in data["versions"].items()]
+  out.append(f"platform: {data['platform']}")
+  out.append(f"default backend: {data['default_backend']} (process {data['process_index']} "
+             f"of {data['process_count']})")
+  out.append(f"devices ({len(data['devices'])}): " + ", ".join(data["devices"]))
+  c = data["cache"]
+  bound = f"{c['max_bytes'] / 2**20:.0f} MiB" if c["max_bytes"] > 0 else "unbounded"
+  out.append(f"compilation cache: {c['directory']} ({'on' if c['enabled'] else 'off'}): "
+             f"{c['entries']} entries, {c['bytes'] / 2**20:.1f} MiB of {bound}; "
+             f"programs compiled in >= {c['min_compile_time_secs']} s are written")
+  out.append("config:")
+  out += [f"  {k} = {v!r}" for k, v in data["config"].items()]
+  print("\n".join(out), file=file)
+  return 0
 
 
 def propagate_to_children(environ=None):
@@ -148,27 +217,40 @@ def main(argv=None):
     0
   """
   argv = list(sys.argv[1:] if argv is None else argv)
-  if argv and argv[0] in ("-h", "--help", "help"):
-    print(USAGE)
+  if not argv:
+    return _usage_error()
+  cmd = argv[0]
+  if cmd in ("-h", "--help", "help"):
+    _parser().print_help()
     return 0
-  if argv and argv[0] in ("-V", "--version"):
+  if cmd in ("-V", "--version"):
     print(_version())
     return 0
-  if argv and argv[0] == "graph":  # a picture of a function's jaxpr (experimental)
+  if cmd == "graph":  # a picture of a function's jaxpr (experimental); its own parser
     from tracejax._src.experimental.jaxpr_graph import main as graph_main
     return graph_main(argv[1:])
-  if not argv or argv[0] != "run":
-    return _usage_error("expected the command `run`" if argv else None)
+  if cmd == "info":
+    try:
+      ns = _parser().parse_args(argv)
+    except SystemExit as e:  # argparse's own exit (--help: 0, a bad option: 2)
+      return e.code
+    return info(as_json=ns.json)
+  if cmd != "run":
+    return _usage_error(f"unknown command {cmd!r}; expected run, graph or info", "")
   if len(argv) < 2:
-    return _usage_error("nothing to run")
+    return _usage_error("nothing to run: give SCRIPT, -m MODULE or -c CODE")
   kind, rest = argv[1], argv[2:]
+  if kind in ("-h", "--help"):
+    _run_help()
+    return 0
   if kind in ("-m", "-c") and not rest:
     return _usage_error(f"argument expected for {kind}")
   if kind == "-m" and not _module_exists(rest[0]):
-    print(f"{sys.executable}: No module named {rest[0]}", file=sys.stderr)
+    print(f"{_prog()} run: No module named {rest[0]}", file=sys.stderr)
     return 1
-  if kind not in ("-m", "-c") and not os.path.exists(kind):
-    return _usage_error(f"no such file: {kind}")
+  if kind not in ("-m", "-c") and not os.path.isfile(kind):
+    what = "is a directory" if os.path.isdir(kind) else "no such file"
+    return _usage_error(f"can't open file {kind!r}: {what}")
 
   from tracejax._src import jax_alias
   jax_alias.install()

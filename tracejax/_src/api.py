@@ -800,10 +800,6 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
   @util.wraps(fun, docstr="Vectorized version of {fun}.")
   @traceback_util.api_boundary
   def vmap_f(*args, **kwargs):
-    if kwargs:
-      f = lambda *a: fun(*a, **kwargs)
-    else:
-      f = fun
     ax = in_axes
     if isinstance(ax, int) or ax is None:
       ax = (ax,) * len(args)
@@ -812,12 +808,15 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                        f"corresponding value, got specification {in_axes} for value tree "
                        f"{tree_util.tree_structure(args)}.")
     try:
-      dims = tree_util.broadcast_prefix(ax, args, is_leaf=lambda x: x is None)
+      # As in JAX, keyword arguments are always mapped over their axis 0 (in_axes
+      # describes the positional arguments only).
+      dims = tree_util.broadcast_prefix((ax, 0), (args, kwargs),
+                                        is_leaf=lambda x: x is None)
     except ValueError:
       raise ValueError(f"vmap in_axes specification must be a tree prefix of the "
                        f"corresponding value, got specification {in_axes} for value tree "
                        f"{tree_util.tree_structure(args)}.") from None
-    leaves, in_tree = tree_util.tree_flatten(args)
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     sizes = []
     norm_dims = []
     for x, d in zip(leaves, dims):
@@ -851,7 +850,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     store = []
 
     def flat(*xs):
-      out = f(*tree_util.tree_unflatten(in_tree, xs))
+      a, kw = tree_util.tree_unflatten(in_tree, xs)
+      out = fun(*a, **kw)
       ol, ot = tree_util.tree_flatten(out)
       store.append(ot)
       return ol

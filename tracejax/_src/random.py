@@ -24,6 +24,7 @@ everything built on it, poisson, binomial, ...) are in `random_samplers.py`, and
 `tracejax/random.py` re-exports both.
 """
 import functools
+import inspect
 import math
 import operator
 import types
@@ -54,6 +55,7 @@ from tracejax._src.numpy import reductions as _jnp_reductions
 from tracejax._src.numpy import shape_ops as _jnp_shape_ops
 from tracejax._src.numpy import ufuncs as _jnp_ufuncs
 from tracejax._src.numpy import util as _jnp_util
+from tracejax._src.runtime.array import PublicArray as _PublicArray
 
 
 def _namespace(name, *modules):
@@ -216,6 +218,11 @@ tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
                                lambda _, children: PRNGKeyArray(children[0]))
 
 KeyArray = PRNGKeyArray  # the name of the 2022 API
+
+# `isinstance(jax.random.key(0), jax.Array)` holds in JAX (key arrays are arrays of an
+# extended dtype); the public Array type is an ABC that device arrays and tracers are
+# registered with.
+_PublicArray.register(PRNGKeyArray)
 
 
 def default_prng_impl():
@@ -894,3 +901,36 @@ def _lognormal(key, sigma, shape, dtype):
   sigma = lax.convert_element_type(sigma, dtype)
   scaled_norm = _normal(key, shape, dtype) * sigma
   return lax.exp(scaled_norm)
+
+
+# =============================================================================
+# out_sharding= (JAX 0.10.2's samplers take it; one device here)
+# =============================================================================
+
+def _out_sharding_arg(fun):
+  """`fun` with JAX's keyword-only `out_sharding=` argument.
+
+  The argument is checked as JAX checks it (None, a `NamedSharding` -- a real one or
+  a type's `jax.typeof(x).sharding` -- or a `PartitionSpec` inside a mesh) and the
+  sample is laid out by it; the values do not depend on it. The signature shows the
+  argument, as libraries (optax) look for it with `inspect.signature`.
+  """
+  @functools.wraps(fun)
+  def sampler(*args, out_sharding=None, **kwargs):
+    sharding = _jnp_creation.canonicalize_out_sharding(out_sharding, fun.__name__)
+    return _jnp_creation.apply_out_sharding(fun(*args, **kwargs), sharding)
+  sig = inspect.signature(fun)
+  sampler.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
+      "out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)])
+  return sampler
+
+
+bits = _out_sharding_arg(bits)
+uniform = _out_sharding_arg(uniform)
+randint = _out_sharding_arg(randint)
+gumbel = _out_sharding_arg(gumbel)
+permutation = _out_sharding_arg(permutation)
+normal = _out_sharding_arg(normal)
+multivariate_normal = _out_sharding_arg(multivariate_normal)
+truncated_normal = _out_sharding_arg(truncated_normal)
+lognormal = _out_sharding_arg(lognormal)

@@ -23,7 +23,8 @@ from tracejax._src.numpy import util as _jnp_util
 from tracejax._src.random import (
     _check_broadcast_shapes, _check_float, _check_prng_key, _check_shape, _concrete_int,
     _const, _isnan, _jit, _linalg, _normal, _random_bits, _shape_arg, _split,
-    _top_k_indices, _uniform, _unstack_keys, _user_dtype, gumbel, jnp, lax)
+    _out_sharding_arg, _top_k_indices, _uniform, _unstack_keys, _user_dtype, gumbel, jnp,
+    lax)
 
 __all__ = [
     "bernoulli", "beta", "gamma", "loggamma", "dirichlet", "categorical",
@@ -890,3 +891,31 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
   keys = _split(key, ratios.shape[0])
   _, counts = scan(body, n, (ratios, keys))
   return jnp.moveaxis(counts, 0, -1).astype(dtype)
+
+
+# JAX 0.10.2's samplers that take `out_sharding=` (see random._out_sharding_arg);
+# binomial, multinomial, double_sided_maxwell and weibull_min do not.
+ball = _out_sharding_arg(ball)
+bernoulli = _out_sharding_arg(bernoulli)
+beta = _out_sharding_arg(beta)
+categorical = _out_sharding_arg(categorical)
+cauchy = _out_sharding_arg(cauchy)
+chisquare = _out_sharding_arg(chisquare)
+dirichlet = _out_sharding_arg(dirichlet)
+exponential = _out_sharding_arg(exponential)
+f = _out_sharding_arg(f)
+gamma = _out_sharding_arg(gamma)
+generalized_normal = _out_sharding_arg(generalized_normal)
+geometric = _out_sharding_arg(geometric)
+laplace = _out_sharding_arg(laplace)
+loggamma = _out_sharding_arg(loggamma)
+logistic = _out_sharding_arg(logistic)
+maxwell = _out_sharding_arg(maxwell)
+orthogonal = _out_sharding_arg(orthogonal)
+pareto = _out_sharding_arg(pareto)
+poisson = _out_sharding_arg(poisson)
+rademacher = _out_sharding_arg(rademacher)
+rayleigh = _out_sharding_arg(rayleigh)
+t = _out_sharding_arg(t)
+triangular = _out_sharding_arg(triangular)
+wald = _out_sharding_arg(wald)

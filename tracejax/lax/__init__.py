@@ -83,3 +83,7 @@ from tracejax._src.interpreters.pxla import (  # noqa: E402,F401
     with_sharding_constraint as with_sharding_constraint,
 )
 __all__ = sorted(set(__all__) | {"sharding_constraint_p", "with_sharding_constraint"})
+# Arrays get their operators and methods (`x + 1`, `x.sum()`) from array_methods, which
+# `import tracejax` no longer imports eagerly (see tracejax/__init__.py): a program
+# that only imports `jax.lax` gets them here.
+from tracejax._src.numpy import array_methods as _array_methods  # noqa: E402,F401

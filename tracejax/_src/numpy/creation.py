@@ -7,7 +7,7 @@ device arrays or tracers are assembled on the device (by stacking).
 import numpy as np
 
 from tracejax._src import dtypes
-from tracejax._src.core.avals import canonicalize_shape
+from tracejax._src.core.avals import AbstractNamedSharding, canonicalize_shape
 from tracejax._src.core.trace import Tracer, concrete_or_error
 from tracejax._src.lax import structural
 from tracejax._src.numpy import util
@@ -44,14 +44,17 @@ def _leaf_dtype(leaves):
   return dtypes.result_type(*exemplars.values())
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
+          out_sharding=None):
   """Create a device array from an array, a NumPy array, a scalar, or nested sequences.
 
   Python scalars give weakly typed arrays; 64-bit inputs are narrowed to
   32-bit unless `jax_enable_x64` is set. Sequences containing device arrays
   or tracers are stacked on the device, so `jnp.array([x, y])` works under
-  `jit`.
+  `jit`. `device=`/`out_sharding=` as for `full`.
   """
+  if device is not None or out_sharding is not None:
+    return _placed(array(object, dtype, copy, order, ndmin), device, out_sharding, "array")
   if order not in (None, "K", "A", "C"):
     raise NotImplementedError(f"jax.numpy.array: only C order is supported, got order={order!r}")
   dt = util.check_dtype(dtype, "array")
@@ -119,9 +122,13 @@ def _stack_nested(obj, dt):
   return shape_ops.stack(parts)
 
 
-def asarray(a, dtype=None, order=None, copy=None):
-  """Convert `a` to a device array (arrays of the requested dtype are returned as is)."""
-  return array(a, dtype=dtype, copy=False, order=order)
+def asarray(a, dtype=None, order=None, copy=None, *, device=None, out_sharding=None):
+  """Convert `a` to a device array (arrays of the requested dtype are returned as is).
+  `device=`/`out_sharding=` as for `full`."""
+  out = array(a, dtype=dtype, copy=False, order=order)
+  if device is None and out_sharding is None:
+    return out
+  return _placed(out, device, out_sharding, "asarray")
 
 
 # ---- filled arrays ----
@@ -130,8 +137,14 @@ def _shape_arg(shape, fun_name):
   return canonicalize_shape(shape, fun_name)
 
 
-def full(shape, fill_value, dtype=None):
-  """An array of `shape` filled with `fill_value` (which may itself be an array)."""
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
+  """An array of `shape` filled with `fill_value` (which may itself be an array).
+
+  `device=` places the result on a device (or sharding); `out_sharding=` (a
+  `NamedSharding`, or a type's `jax.typeof(x).sharding`) lays it out.
+  """
+  if device is not None or out_sharding is not None:
+    return _placed(full(shape, fill_value, dtype), device, out_sharding, "full")
   shape = _shape_arg(shape, "full")
   dt = util.check_dtype(dtype, "full")
   if util.ndim(fill_value):
@@ -171,22 +184,22 @@ def _broadcast_scalar(x, shape):
   return structural.broadcast_in_dim(x, shape, ())
 
 
-def zeros(shape, dtype=None):
-  """An array of zeros (float32 by default)."""
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
+  """An array of zeros (float32 by default). `device=`/`out_sharding=` as for `full`."""
   dt = util.check_dtype(dtype, "zeros") or dtypes.default_float_dtype()
-  return full(shape, 0, dt)
+  return _placed(full(shape, 0, dt), device, out_sharding, "zeros")
 
 
-def ones(shape, dtype=None):
-  """An array of ones (float32 by default)."""
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
+  """An array of ones (float32 by default). `device=`/`out_sharding=` as for `full`."""
   dt = util.check_dtype(dtype, "ones") or dtypes.default_float_dtype()
-  return full(shape, 1, dt)
+  return _placed(full(shape, 1, dt), device, out_sharding, "ones")
 
 
-def empty(shape, dtype=None):
-  """Like `zeros`: JAX arrays are never uninitialized (C-S13)."""
+def empty(shape, dtype=None, *, device=None, out_sharding=None):
+  """Like `zeros`: JAX arrays are never uninitialized (C-S13). `device=`/`out_sharding=` as for `full`."""
   dt = util.check_dtype(dtype, "empty") or dtypes.default_float_dtype()
-  return full(shape, 0, dt)
+  return _placed(full(shape, 0, dt), device, out_sharding, "empty")
 
 
 def _duck_shape_dtype(a, fun_name):
@@ -202,10 +215,64 @@ def _duck_shape_dtype(a, fun_name):
 
 def _place(x, device):
   """`x` on `device` when one is named (the `device=` of the *_like functions)."""
-  if device is None:
+  if device is None or isinstance(device, AbstractNamedSharding):
+    # A type's sharding (`jax.typeof(x).sharding`) names no devices: the default one.
     return x
   from tracejax._src import api  # api sits above jax.numpy's modules
   return api.device_put(x, device)
+
+
+def canonicalize_out_sharding(out_sharding, fun_name):
+  """Checks an `out_sharding=` argument as JAX 0.10.2 does.
+
+  Args:
+    out_sharding: None, a `NamedSharding` (a real one, or a type's sharding from
+      `jax.typeof(x).sharding`), or a `PartitionSpec` inside a `with mesh:` block.
+    fun_name: the function's name, for errors.
+
+  Returns:
+    None when there is nothing to do (None, or the empty mesh's sharding: one device),
+    else the `NamedSharding` to lay the result out by.
+
+  >>> canonicalize_out_sharding(None, "zeros") is None
+  True
+  """
+  from tracejax._src.runtime import sharding as sharding_mod
+  if out_sharding is None or isinstance(out_sharding, AbstractNamedSharding):
+    return None
+  if isinstance(out_sharding, sharding_mod.PartitionSpec):
+    mesh = sharding_mod.current_mesh()
+    if mesh is None:
+      raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
+                       "allowed. Please pass a NamedSharding instance or enter into a mesh "
+                       f"context via `jax.set_mesh`. Got {out_sharding!r}")
+    return sharding_mod.NamedSharding(mesh, out_sharding)
+  if isinstance(out_sharding, sharding_mod.NamedSharding):
+    return out_sharding
+  raise TypeError(f"`out_sharding` argument of {fun_name} only supports instances of "
+                  f"`NamedSharding` or `PartitionSpec`. Got {out_sharding!r} of type: "
+                  f"{type(out_sharding)}")
+
+
+def apply_out_sharding(x, sharding):
+  """`x` laid out by `sharding` (from `canonicalize_out_sharding`; None: as is)."""
+  if sharding is None:
+    return x
+  from tracejax._src.interpreters import pxla  # above jax.numpy's modules
+  return pxla.with_sharding_constraint(x, sharding)
+
+
+def _device_or_out_sharding(device, out_sharding, fun_name):
+  """(device to place on, sharding to apply) from the `device=`/`out_sharding=` pair."""
+  if device is not None and out_sharding is not None:
+    raise ValueError(f"Only one of `device` or `out_sharding` can be set for {fun_name}. "
+                     f"Got device={device} and out_sharding={out_sharding}")
+  return device, canonicalize_out_sharding(out_sharding, fun_name)
+
+
+def _placed(x, device, out_sharding, fun_name):
+  device, sharding = _device_or_out_sharding(device, out_sharding, fun_name)
+  return apply_out_sharding(_place(x, device), sharding)
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
@@ -223,7 +290,7 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
   >>> full_like(jnp.zeros((2,), jnp.int32), 7)
   DeviceArray([7, 7], dtype=int32)
   """
-  device = device if device is not None else out_sharding
+  device, sharding = _device_or_out_sharding(device, out_sharding, "full_like")
   dt = util.check_dtype(dtype, "full_like")
   if not util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
     a_shape, a_dtype = _duck_shape_dtype(a, "full_like")
@@ -236,9 +303,10 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
   shp = a_shape if shape is None else _shape_arg(shape, "full_like")
   dt = dt if dt is not None else a_dtype
   if util.ndim(fill_value):
-    return _place(util.broadcast_to(asarray(fill_value, dt), shp), device)
-  return _place(_broadcast_scalar(util.convert(_int_fill(fill_value, dt), dt, weak), shp),
-                device)
+    out = util.broadcast_to(asarray(fill_value, dt), shp)
+  else:
+    out = _broadcast_scalar(util.convert(_int_fill(fill_value, dt), dt, weak), shp)
+  return apply_out_sharding(_place(out, device), sharding)
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
@@ -277,7 +345,17 @@ def _concrete(x, name, fun_name):
       np.asarray, x, f"It arose in jax.numpy.{fun_name} argument `{name}`.")
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
+  """Evenly spaced values in [start, stop) by `step` (see `_arange`); `device=` and
+  `out_sharding=` as for `full`.
+
+  >>> arange(3)
+  DeviceArray([0, 1, 2], dtype=int32)
+  """
+  return _placed(_arange(start, stop, step, dtype), device, out_sharding, "arange")
+
+
+def _arange(start, stop=None, step=None, dtype=None):
   """Evenly spaced values in [start, stop) by `step`; the bounds must be concrete.
 
   Asking for a 64-bit dtype with x64 off warns and gives the 32-bit dtype (C-S05).

@@ -7,6 +7,8 @@ and float16/bfloat16 sums are computed in float32.
 """
 import builtins
 
+import functools
+
 import numpy as np
 
 from tracejax._src import dtypes
@@ -566,6 +568,19 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 # The common reductions are inline jits (as JAX's are): eagerly, one C++ dispatch
 # of one compiled program per signature; under a transformation, inlined.
 
+def _axis_list_as_tuple(fun):
+  """`fun` taking `axis=[...]` as `axis=(...)`: JAX accepts a list of axes, but the
+  inline jit needs hashable static arguments. `axis` is the second parameter."""
+  @functools.wraps(fun)
+  def reduction(a, *args, **kwargs):
+    if args and isinstance(args[0], list):
+      args = (tuple(args[0]),) + args[1:]
+    if isinstance(kwargs.get("axis"), list):
+      kwargs["axis"] = tuple(kwargs["axis"])
+    return fun(a, *args, **kwargs)
+  return reduction
+
+
 def _eager_jit_reductions(namespace):
   from tracejax._src.jit import inline_jit
   statics = {
@@ -579,7 +594,7 @@ def _eager_jit_reductions(namespace):
       "argmax": ("axis", "out", "keepdims"), "argmin": ("axis", "out", "keepdims"),
   }
   for name, static in statics.items():
-    namespace[name] = inline_jit(namespace[name], static_argnames=static)
+    namespace[name] = _axis_list_as_tuple(inline_jit(namespace[name], static_argnames=static))
   namespace["amax"], namespace["amin"] = namespace["max"], namespace["min"]
   namespace["alltrue"], namespace["sometrue"] = namespace["all"], namespace["any"]
   namespace["product"] = namespace["prod"]

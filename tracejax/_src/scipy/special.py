@@ -343,6 +343,10 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   a, = _promote_inexact(a)
   if b is not None:
     a, b = _promote_inexact(a, b)
+    # As JAX: terms with a zero weight are dropped from `a` (set to -inf) so that they
+    # do not set the shift `amax`. Otherwise a zero-weight term far above the others
+    # leaves a tiny sum whose square underflows in the second derivative (0 * inf).
+    a = jnp.where(b != 0, a, -jnp.inf)
   axes = _norm_axes(axis, a.ndim)
   if where is not None:
     where = jnp.broadcast_to(jnp.asarray(where, bool), a.shape)

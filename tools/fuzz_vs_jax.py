@@ -1,0 +1,542 @@
+"""Seeded differential fuzzer: tracejax against real JAX on random programs.
+
+Each program (see tools/_fuzz_gen.py) is a few ops over jnp / lax / nn / random /
+control flow / indexing and ``.at[]`` / linalg / fft / sort, applied to random inputs
+(every dtype, 0-d, size-0, NaN/inf, Python scalars) under a random stack of jit, vmap,
+grad, jvp, vjp, jacfwd, jacrev, value_and_grad, hessian and checkpoint.  tracejax
+runs it in this process; real JAX runs it in a long-lived worker process started
+with $JAX_PYTHON (default /work/jaxvenv/bin/python), so ``jax`` is never imported
+here.  Results are compared (structure, shapes, dtypes, weak types, values with
+dtype-aware tolerances, error vs no error and the exception type); each
+disagreement is minimised (ops, transformations, inputs) and written to --out as a
+standalone reproducer, and a summary by category is printed.
+
+Usage::
+
+  python tools/fuzz_vs_jax.py --n 2000 --seed 0 --out /tmp/fuzz
+  python tools/fuzz_vs_jax.py --n 500 --seed 1 --x64 --jobs 2
+  python tools/fuzz_vs_jax.py --minutes 40 --seed 0      # as many as fit
+
+A reproducer runs under either library: ``python repro.py`` (tracejax) or
+``$JAX_PYTHON repro.py jax``.
+"""
+import argparse
+import collections
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+import _fuzz_common as C  # noqa: E402
+import _fuzz_gen as G  # noqa: E402
+
+DEFAULT_JAX_PYTHON = "/work/jaxvenv/bin/python"
+
+TOL = {"float16": (2e-2, 2e-3), "bfloat16": (5e-2, 1e-2), "float32": (1e-4, 1e-5),
+       "complex64": (1e-4, 1e-5), "float64": (1e-9, 1e-11), "complex128": (1e-9, 1e-11)}
+
+
+class JaxWorker:
+  """Real JAX in a separate interpreter, one JSON request/reply per line."""
+
+  def __init__(self, x64, python=None, timeout=90, tfp=False):
+    self.tfp = tfp
+    self.python = python or os.environ.get("JAX_PYTHON", DEFAULT_JAX_PYTHON)
+    self.x64 = x64
+    self.timeout = timeout
+    self.proc = None
+    self._start()
+
+  def _start(self):
+    env = dict(os.environ, FUZZ_X64="1" if self.x64 else "0", FUZZ_LIB="jax",
+               JAX_PLATFORMS="cpu", FUZZ_TFP="1" if self.tfp else "0", JAX_ENABLE_X64="1" if self.x64 else "0")
+    self.proc = subprocess.Popen([self.python, os.path.join(HERE, "_fuzz_common.py"),
+                                  "--worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True, env=env, cwd=HERE)
+    line = self._read(300)
+    if line is None or "ready" not in line:
+      raise RuntimeError(f"JAX worker ({self.python}) did not start")
+
+  def _read(self, timeout):
+    r, _, _ = select.select([self.proc.stdout], [], [], timeout)
+    if not r:
+      return None
+    line = self.proc.stdout.readline()
+    return line or None
+
+  def send(self, src, inputs):
+    self.proc.stdin.write(json.dumps({"src": src, "inputs": inputs,
+                                      "timeout": self.timeout - 10}) + "\n")
+    self.proc.stdin.flush()
+
+  def receive(self):
+    line = self._read(self.timeout)
+    if line is None:  # hung or crashed: restart and report
+      self.close()
+      self._start()
+      return {"ok": False, "exc": "WorkerDied", "mro": ["WorkerDied"], "msg": "jax worker"}
+    return json.loads(line)
+
+  def close(self):
+    try:
+      self.proc.kill()
+      self.proc.wait(5)
+    except Exception:
+      pass
+
+
+class Runner:
+  """Runs programs on both sides and classifies the outcome."""
+
+  def __init__(self, x64, timeout=60, tfp=False):
+    import tracejax
+    tracejax.config.update("jax_enable_x64", x64)
+    # tracejax keeps the 2020 (non-partitionable) Threefry stream by default; modern JAX
+    # defaults to the partitionable one.  Both sides get the same setting here.
+    tracejax.config.update("jax_threefry_partitionable", tfp)
+    self.tj = tracejax
+    self.ns = C.bind_library("tracejax")
+    self.x64 = x64
+    self.timeout = timeout
+    self.jax = JaxWorker(x64, tfp=tfp)
+    self.count = 0
+
+  def infer(self, prog):
+    """{name: (shape, dtype)} of every op result, by tracejax's eval_shape."""
+    return C.infer_avals(self.ns, prog, G.render)
+
+  def run_both(self, prog):
+    src = G.render(prog)
+    inputs = G.make_inputs(prog)
+    self.jax.send(src, inputs)
+    t = C.run_program(self.ns, src, inputs, self.timeout)
+    j = self.jax.receive()
+    self.count += 1
+    if self.count % 150 == 0:
+      try:
+        self.tj.clear_caches()
+      except Exception:
+        pass
+    return j, t
+
+  def classify(self, prog):
+    j, t = self.run_both(prog)
+    return compare(j, t), j, t
+
+  def close(self):
+    self.jax.close()
+
+
+def _same_exc(j, t):
+  common = set(j["mro"]) & set(t["mro"])
+  return bool(common)
+
+
+def _float_diff(x, y, dtname=None):
+  rtol, atol = TOL.get(dtname, (1e-4, 1e-5))
+  xn, yn = np.isnan(x), np.isnan(y)
+  if not np.array_equal(xn, yn):
+    return "value-nan"
+  xi, yi = np.isinf(x), np.isinf(y)
+  if not np.array_equal(xi, yi) or not np.array_equal(x[xi], y[yi]):
+    return "value-inf"
+  m = ~(xn | xi)
+  if np.allclose(x[m], y[m], rtol=rtol, atol=atol):
+    return None
+  if np.allclose(x[m], y[m], rtol=100 * rtol, atol=100 * atol):
+    return "value-close"
+  return "value"
+
+
+def _compare_leaf(a, b):
+  x, y = C.decode_input(a), C.decode_input(b)
+  if G.dclass(a["dtype"]) not in "fc":
+    return None if np.array_equal(x, y) else "value"
+  ct = np.complex128 if G.dclass(a["dtype"]) == "c" else np.float64
+  return _float_diff(x.astype(ct), y.astype(ct), a["dtype"])
+
+
+def _compare_values_leaves(jl, tl):
+  for a, b in zip(jl, tl):
+    if a["dtype"] == "float0":
+      continue
+    cat = _compare_leaf(a, b)
+    if cat:
+      return cat
+  return None
+
+
+def compare(j, t):
+  """Category string of a disagreement, or None when the results agree."""
+  slow = ("WorkerDied", "Timeout")
+  jt, tt = (not j["ok"] and j["exc"] in slow), (not t["ok"] and t["exc"] in slow)
+  if jt or tt:
+    return None if jt and tt else f"timeout:{'jax' if jt else 'tracejax'}"
+  if not j["ok"] and not t["ok"]:
+    return None if _same_exc(j, t) else f"exc-type:{t['exc']}-vs-{j['exc']}"
+  if not j["ok"]:
+    return f"tracejax-accepts:{j['exc']}"
+  if not t["ok"]:
+    return f"tracejax-raises:{t['exc']}"
+  jl, tl = j["leaves"], t["leaves"]
+  if len(jl) != len(tl):
+    return "structure"
+  if any(a["shape"] != b["shape"] for a, b in zip(jl, tl)):
+    return "shape"
+  if any(a["dtype"] != b["dtype"] for a, b in zip(jl, tl)):
+    return "dtype"
+  cat = _compare_values_leaves(jl, tl)
+  if cat:
+    return cat
+  if any(a.get("weak") != b.get("weak") for a, b in zip(jl, tl)):
+    return "weak_type"
+  return None
+
+
+# ----------------------------------------------------------------------------- minimise
+
+def _refs(prog):
+  used = set()
+  for op in prog["ops"]:
+    used.update(op["a"])
+  used.add(prog["out"])
+  return used
+
+
+def _rename(prog, mapping):
+  ops = [dict(op, a=[mapping.get(a, a) for a in op["a"]]) for op in prog["ops"]]
+  return dict(prog, ops=ops, out=mapping.get(prog["out"], prog["out"]))
+
+
+def _drop_op(prog, k, repl):
+  """Removes op k; references to v<k> become ``repl``; later ops are renumbered."""
+  p = _rename(prog, {f"v{k}": repl})
+  ops = p["ops"][:k] + p["ops"][k + 1:]
+  mapping = {f"v{i}": f"v{i - 1}" for i in range(k + 1, len(prog["ops"]))}
+  return _rename(dict(p, ops=ops), mapping)
+
+
+def _slice(prog):
+  """Keeps only the ops the output depends on."""
+  need = {prog["out"]}
+  for k in range(len(prog["ops"]) - 1, -1, -1):
+    if f"v{k}" in need:
+      need.update(prog["ops"][k]["a"])
+  p = prog
+  for k in range(len(prog["ops"]) - 1, -1, -1):
+    if f"v{k}" not in need:
+      p = _drop_op(p, k, "x0")
+  return p
+
+
+def _drop_input(prog, i):
+  n = len(prog["inputs"])
+  if n <= 1 or any(f"x{i}" in op["a"] for op in prog["ops"]) or prog["out"] == f"x{i}":
+    return None
+  stack = []
+  for layer in prog["stack"]:
+    layer = dict(layer)
+    if "in_axes" in layer:
+      layer["in_axes"] = layer["in_axes"][:i] + layer["in_axes"][i + 1:]
+    if "arg" in layer:
+      if layer["arg"] == i:
+        return None
+      if layer["arg"] > i:
+        layer["arg"] -= 1
+    stack.append(layer)
+  mapping = {f"x{k}": f"x{k - 1}" for k in range(i + 1, n)}
+  p = _rename(dict(prog, inputs=prog["inputs"][:i] + prog["inputs"][i + 1:], stack=stack),
+              mapping)
+  return p
+
+
+def candidates(prog):
+  """Smaller variants of ``prog``, most aggressive first."""
+  s = prog["stack"]
+  for k in range(len(s)):
+    yield dict(prog, stack=s[:k] + s[k + 1:])
+  for k in range(len(prog["ops"]) - 1, -1, -1):
+    op = prog["ops"][k]
+    for repl in dict.fromkeys(op["a"]):
+      yield _slice(_drop_op(prog, k, repl))
+  # an op whose result is unused can still be the one that raises: end the program there
+  for k in range(len(prog["ops"]) - 1):
+    yield _slice(dict(prog, ops=prog["ops"][:k + 1], out=f"v{k}"))
+  for k in range(len(prog["ops"]) - 1, -1, -1):
+    for repl in dict.fromkeys(prog["ops"][k]["a"]):
+      yield _drop_op(prog, k, repl)
+  for i in range(len(prog["inputs"]) - 1, -1, -1):
+    p = _drop_input(prog, i)
+    if p is not None:
+      yield p
+  for i, spec in enumerate(prog["inputs"]):
+    if spec.get("kind") not in (None, "normal"):
+      yield dict(prog, inputs=prog["inputs"][:i] + [dict(spec, kind="normal")] +
+                 prog["inputs"][i + 1:])
+  for k, layer in enumerate(s):
+    if layer["t"] == "vmap" and layer["size"] != 1:
+      yield dict(prog, stack=s[:k] + [dict(layer, size=1)] + s[k + 1:])
+
+
+def minimise(runner, prog, category, budget=40, deadline=None):
+  """Greedy delta debugging: keep any smaller variant that shows the same category."""
+  used = 1
+  sliced = _slice(prog)
+  if sliced != prog:
+    try:
+      if runner.classify(sliced)[0] == category:
+        prog = sliced
+    except Exception:
+      pass
+  changed = True
+  while changed and used < budget:
+    changed = False
+    for cand in candidates(prog):
+      if used >= budget or (deadline and time.time() > deadline):
+        break
+      used += 1
+      try:
+        cat, _, _ = runner.classify(cand)
+      except Exception:
+        continue
+      if cat == category:
+        prog = cand
+        changed = True
+        break
+  return prog, used
+
+
+# ----------------------------------------------------------------------------- output
+
+def _fmt_result(r):
+  if not r["ok"]:
+    return f"raises {r['exc']}: {r['msg'][:200]}"
+  parts = []
+  for leaf in r["leaves"]:
+    if leaf["dtype"] == "float0":
+      parts.append(f"float0{tuple(leaf['shape'])}")
+      continue
+    v = C.decode_input(leaf)
+    txt = np.array2string(np.asarray(v, dtype=np.float64 if v.dtype.name == "bfloat16"
+                                     else v.dtype), threshold=12, precision=6)
+    parts.append(f"{leaf['dtype']}{tuple(leaf['shape'])} weak={leaf.get('weak')} "
+                 + txt.replace("\n", " "))
+  return "; ".join(parts)
+
+
+REPRO_HEAD = '''"""Fuzz reproducer ({name}): {category}.
+
+Run: python {name}.py   (tracejax)   or   $JAX_PYTHON {name}.py jax   (real JAX)
+"""
+import sys
+import numpy as np
+from numpy import nan, inf
+if len(sys.argv) > 1 and sys.argv[1] == "jax":
+  import jax, jax.numpy as jnp, jax.nn, jax.random, jax.scipy.special, jax.scipy.linalg
+  from jax import lax
+else:
+  import tracejax as jax, tracejax.numpy as jnp, tracejax.nn, tracejax.random
+  import tracejax.scipy.special, tracejax.scipy.linalg
+  from tracejax import lax
+jax.config.update("jax_enable_x64", {x64})
+jax.config.update("jax_threefry_partitionable", {tfp})
+'''
+
+
+def _input_src(i, enc):
+  if "py" in enc:
+    return f"x{i} = {C.decode_input(enc)!r}"
+  a = C.decode_input(enc)
+  if enc["dtype"] == "bfloat16":
+    return (f"import ml_dtypes\nx{i} = np.array({a.astype(np.float32).tolist()!r}, "
+            f"dtype=np.float32).reshape({tuple(a.shape)}).astype(ml_dtypes.bfloat16)")
+  return f"x{i} = np.array({a.tolist()!r}, dtype=np.{enc['dtype']}).reshape({tuple(a.shape)})"
+
+
+def reproducer(prog, category, j, t, name, x64, tfp=False):
+  src = [REPRO_HEAD.format(name=name, category=category, x64=x64, tfp=tfp), C.PRELUDE, G.render(prog)]
+  inputs = G.make_inputs(prog)
+  for i, enc in enumerate(inputs):
+    src.append(_input_src(i, enc).replace("nan", "nan").replace("inf", "inf"))
+  args = ", ".join(f"x{i}" for i in range(len(inputs)))
+  src.append(f"out = main({args})")
+  src.append("for leaf in jax.tree_util.tree_leaves(out):\n"
+             "  print(np.asarray(leaf).dtype, getattr(leaf, 'weak_type', None), "
+             "np.asarray(leaf))")
+  src.append(f"# JAX 0.10.2 : {_fmt_result(j)}")
+  src.append(f"# tracejax   : {_fmt_result(t)}")
+  return "\n".join(src) + "\n"
+
+
+def signature(prog, category):
+  """A coarse key used to group disagreements (category + op names + transforms)."""
+  ops = []
+  for op in prog["ops"]:
+    head = op["t"].split("(")[0].strip() or op["t"][:12]
+    if head.startswith("{0}"):
+      head = op["t"].replace("{0}", "x").replace("{1}", "y")[:40]
+    ops.append(head)
+  return f"{category} | {' '.join(ops)} | {'/'.join(l['t'] for l in prog['stack'])}"
+
+
+# ----------------------------------------------------------------------------- driver
+
+def fuzz(args, job=0, jobs=1):
+  out_dir = args.out
+  os.makedirs(out_dir, exist_ok=True)
+  runner = Runner(args.x64, tfp=args.threefry_partitionable)
+  results = {"n": 0, "agree": 0, "both_error": 0, "gen_fail": 0, "disagree": 0,
+             "categories": collections.Counter(), "signatures": collections.Counter(),
+             "files": [], "ops_seen": collections.Counter()}
+  minimised_per_sig = collections.Counter()
+  t_end = time.time() + 60 * args.minutes if args.minutes else None
+  i = job
+  while (args.n is None or i < args.n) and (t_end is None or time.time() < t_end):
+    rng = np.random.default_rng([args.seed, i, int(args.x64)])
+    try:
+      prog = G.generate(rng, runner.infer, args.x64)
+    except Exception:
+      results["gen_fail"] += 1
+      i += jobs
+      continue
+    cat, j, t = runner.classify(prog)
+    results["n"] += 1
+    if cat is None:
+      results["agree"] += 1
+      if not j["ok"]:
+        results["both_error"] += 1
+    else:
+      results["disagree"] += 1
+      results["categories"][cat] += 1
+      raw_sig = signature(_slice(prog), cat)
+      small, jj, tt = prog, j, t
+      if minimised_per_sig[cat] < args.max_min_per_category:
+        small, _ = minimise(runner, prog, cat, budget=args.min_budget,
+                            deadline=(t_end - 30) if t_end else None)
+        minimised_per_sig[cat] += 1
+        c2, jj, tt = runner.classify(small)
+        if c2 != cat:
+          small, jj, tt = prog, j, t
+      sig = signature(small, cat)
+      results["signatures"][sig] += 1
+      if results["signatures"][sig] <= 2:
+        name = f"repro_x{int(args.x64)}_s{args.seed}_{i:05d}"
+        path = os.path.join(out_dir, name + ".py")
+        with open(path, "w") as f:
+          f.write(reproducer(small, cat, jj, tt, name, args.x64, args.threefry_partitionable))
+        with open(os.path.join(out_dir, name + ".json"), "w") as f:
+          json.dump({"program": small, "original": prog, "category": cat,
+                     "jax": jj, "tracejax": tt}, f)
+        results["files"].append(path)
+      if args.verbose:
+        print(f"[{i}] {cat}: {raw_sig}", flush=True)
+    if args.verbose and results["n"] % 50 == 0:
+      print(f"... {results['n']} programs, {results['disagree']} disagreements", flush=True)
+    i += jobs
+  runner.close()
+  return results
+
+
+def merge(parts):
+  tot = {"n": 0, "agree": 0, "both_error": 0, "gen_fail": 0, "disagree": 0,
+         "categories": collections.Counter(), "signatures": collections.Counter(), "files": []}
+  for p in parts:
+    for k in ("n", "agree", "both_error", "gen_fail", "disagree"):
+      tot[k] += p[k]
+    tot["categories"].update(p["categories"])
+    tot["signatures"].update(p["signatures"])
+    tot["files"] += p["files"]
+  return tot
+
+
+def print_summary(res, args, elapsed):
+  print(f"\n=== fuzz_vs_jax summary: seed={args.seed} x64={args.x64} "
+        f"programs={res['n']} in {elapsed:.0f}s ===")
+  print(f"agree: {res['agree']} (both raise: {res['both_error']})   "
+        f"disagree: {res['disagree']}   generator failures: {res['gen_fail']}")
+  print("\n| category | programs |\n|---|---|")
+  for cat, n in res["categories"].most_common():
+    print(f"| {cat} | {n} |")
+  print("\n| signature (category | ops | transforms, minimised) | programs |\n|---|---|")
+  for sig, n in res["signatures"].most_common(60):
+    print(f"| {sig} | {n} |")
+  print(f"\nreproducers: {len(res['files'])} in {args.out}")
+
+
+def _jsonable(res):
+  return {k: (dict(v) if isinstance(v, collections.Counter) else v) for k, v in res.items()
+          if k != "ops_seen"}
+
+
+def main(argv=None):
+  import warnings
+  warnings.simplefilter("ignore")
+  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap.add_argument("--n", type=int, default=None, help="number of programs (default 200 "
+                  "unless --minutes is given)")
+  ap.add_argument("--seed", type=int, default=0)
+  ap.add_argument("--x64", action="store_true", help="enable 64-bit types on both sides")
+  ap.add_argument("--out", default="fuzz_out", help="directory for the reproducers")
+  ap.add_argument("--jobs", type=int, default=1, help="parallel fuzzing processes")
+  ap.add_argument("--minutes", type=float, default=None, help="stop after this long")
+  ap.add_argument("--min-budget", type=int, default=30, help="runs per minimisation")
+  ap.add_argument("--max-min-per-category", type=int, default=6,
+                  help="disagreements minimised per category (the rest are counted)")
+  ap.add_argument("--threefry-partitionable", action="store_true",
+                  help="use the partitionable Threefry stream on both sides (JAX's default; "
+                  "tracejax's default is the 2020 stream, which is what both use otherwise)")
+  ap.add_argument("--verbose", "-v", action="store_true")
+  ap.add_argument("--job-index", type=int, default=None, help=argparse.SUPPRESS)
+  ap.add_argument("--json", default=None, help="also write the summary as JSON here")
+  args = ap.parse_args(argv)
+  if args.n is None and args.minutes is None:
+    args.n = 200
+  t0 = time.time()
+  if args.job_index is not None:  # a child of --jobs
+    res = fuzz(args, args.job_index, args.jobs)
+    with open(args.json, "w") as f:
+      json.dump(_jsonable(res), f)
+    return 0
+  if args.jobs <= 1:
+    res = fuzz(args)
+  else:
+    procs, paths = [], []
+    for k in range(args.jobs):
+      path = os.path.join(args.out, f".job{k}.json")
+      os.makedirs(args.out, exist_ok=True)
+      cmd = [sys.executable, os.path.abspath(__file__), "--job-index", str(k), "--json", path,
+             "--jobs", str(args.jobs), "--seed", str(args.seed), "--out", args.out,
+             "--min-budget", str(args.min_budget),
+             "--max-min-per-category", str(args.max_min_per_category)]
+      cmd += ["--n", str(args.n)] if args.n is not None else []
+      cmd += ["--minutes", str(args.minutes)] if args.minutes else []
+      cmd += ["--x64"] if args.x64 else []
+      cmd += ["-v"] if args.verbose else []
+      cmd += ["--threefry-partitionable"] if args.threefry_partitionable else []
+      procs.append(subprocess.Popen(cmd))
+      paths.append(path)
+    parts = []
+    for p, path in zip(procs, paths):
+      p.wait()
+      with open(path) as f:
+        d = json.load(f)
+      for k in ("categories", "signatures"):
+        d[k] = collections.Counter(d[k])
+      parts.append(d)
+    res = merge(parts)
+  print_summary(res, args, time.time() - t0)
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(_jsonable(res), f)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

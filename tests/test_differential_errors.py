@@ -378,3 +378,17 @@ def test_vjp_function_cotangent_checks():
     s_vjp(1)
   _, i_vjp = jax.vjp(lambda x: (x * 2, jnp.arange(2)), X3)
   np.testing.assert_allclose(i_vjp((X3, jnp.zeros(2, jnp.int32)))[0], X3 * 2)
+
+
+def test_fori_loop_float_bounds_as_jax():
+  # JAX 0.10.2: fori_loop(0., 3., lambda i, x: x + i, 0.) -> 3.0 (float steps of 1 from
+  # `lower`); bounds (0., 2.5) run 2 trips; mixed bound dtypes raise
+  # TypeError "lower and upper arguments to fori_loop must have equal types, got int32 and
+  # float32".
+  from tracejax import lax
+  assert float(lax.fori_loop(0., 3., lambda i, x: x + i, 0.)) == 3.0
+  assert float(lax.fori_loop(0., 2.5, lambda i, x: x + 1., 0.)) == 2.0
+  assert float(jax.jit(lambda a, b: lax.fori_loop(a, b, lambda i, x: x + i, 0.))(0., 3.)) == 3.0
+  with pytest.raises(TypeError, match="lower and upper arguments to fori_loop must have "
+                     "equal types, got int32 and float32"):
+    lax.fori_loop(0, 3., lambda i, x: x, 0.)

@@ -341,9 +341,14 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     for i in range(int(lower), int(upper)):
       val = body_fun(i, val)
     return val
-  dt = dtypes.result_type(lower, upper)
-  if not dtypes.issubdtype(dt, np.integer):
-    raise TypeError(f"fori_loop bounds must be integers, got {dt}")
+  # As in JAX, the bounds need one dtype (not necessarily an integer one: float bounds
+  # count in float steps of 1 from `lower`); mixing dtypes is an error.
+  lower_dt = dtypes.canonicalize_dtype(dtypes.result_type(lower))
+  upper_dt = dtypes.canonicalize_dtype(dtypes.result_type(upper))
+  if lower_dt != upper_dt:
+    raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
+                    f"{lower_dt.name} and {upper_dt.name}")
+  dt = lower_dt
   if is_concrete(lower) and is_concrete(upper):
     lo, hi = int(lower), int(upper)
     n = max(hi - lo, 0)
@@ -351,7 +356,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     def step(carry, _):
       i, x = carry
       return (elementwise.add(i, np.asarray(1, dt)), body_fun(i, x)), None
-    (_, out), _ = scan(step, (np.asarray(lo, dt), init_val), None, length=n,
+    start = np.asarray(lower if not dtypes.issubdtype(dt, np.integer) else lo, dt)
+    (_, out), _ = scan(step, (start, init_val), None, length=n,
                        unroll=1 if unroll is None else unroll)
     return out
 

@@ -161,6 +161,10 @@ SPECS = [
          env={"tracejax": {"TRACEJAX_NUM_CPU_DEVICES": "4"},
               "jax": {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
               "numpy": {}}),
+    # Issue 9: psum across 2 local processes (jax.distributed, gloo), one device each.
+    Spec("psum_multiprocess", "psum_multiprocess.py", rounds=10, args=["--calls", "50"],
+         env={"tracejax": {"TRACEJAX_NUM_CPU_DEVICES": None}, "jax": {"XLA_FLAGS": None},
+              "numpy": {}}),
 ]
 
 # Import rows: (key, label, {system: module or None}).
@@ -169,6 +173,15 @@ IMPORTS = [
      {"tracejax": "tracejax", "jax": "jax", "numpy": "numpy"}),
     ("import.numpy", "import tracejax.numpy | jax.numpy",
      {"tracejax": "tracejax.numpy", "jax": "jax.numpy", "numpy": None}),
+    # The first eager op right after `import X.numpy as jnp` (jnp.add of two f32[3] host
+    # arrays, until ready), on-disk caches off: laziness must not move cost here.
+    ("import.first_op", "first jnp.add after import (cold)",
+     {"tracejax": "tracejax.numpy", "jax": "jax.numpy", "numpy": None},
+     "import os; os.environ['TRACEJAX_COMPILATION_CACHE'] = '0'; "
+     "os.environ['JAX_ENABLE_COMPILATION_CACHE'] = 'false'; import time, numpy as np; "
+     "import {mod} as jnp; a = np.ones(3, np.float32); b = np.ones(3, np.float32); "
+     "t = time.perf_counter(); jnp.add(a, b).block_until_ready(); "
+     "print({prefix!r} + repr(time.perf_counter() - t))"),
 ]
 
 
@@ -372,7 +385,7 @@ _IMPORT_SNIPPET = ("import time; t = time.perf_counter(); import {mod}; "
 
 
 def run_import_spec(spec, systems, res, log):
-  for key, label, mods in IMPORTS:
+  for key, label, mods, *snippet in IMPORTS:
     sub = Spec(key, mode="import")
     todo = [s for s in systems if mods.get(s)]
     for s in systems:
@@ -381,7 +394,7 @@ def run_import_spec(spec, systems, res, log):
     envs = {s: env_for(s) for s in todo}
 
     def once(s):
-      code = _IMPORT_SNIPPET.format(mod=mods[s], prefix=PREFIX)
+      code = (snippet[0] if snippet else _IMPORT_SNIPPET).format(mod=mods[s], prefix=PREFIX)
       p = subprocess.run([python_for(s), "-c", code], capture_output=True, text=True,
                          env=envs[s], cwd=tempfile.gettempdir(), timeout=spec.timeout)
       for line in p.stdout.splitlines():

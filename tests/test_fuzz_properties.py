@@ -159,7 +159,7 @@ def test_compare_categories():
   assert F.compare(err("ConcretizationTypeError", ["ConcretizationTypeError", "TypeError"]),
                    err("TypeError", ["TypeError"])) is None
   assert F.compare(err("TypeError", ["TypeError"]),
-                   ok(np.float32(1))) == "tracejax-accepts:TypeError"
+                   ok(np.float32(1))).startswith("tracejax-accepts:TypeError")
   weak = ok(np.float32(1))
   weak["leaves"][0]["weak"] = True
   assert F.compare(weak, ok(np.float32(1))) == "weak_type"

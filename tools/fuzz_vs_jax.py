@@ -173,6 +173,14 @@ def _compare_values_leaves(jl, tl):
   return None
 
 
+def _msg_key(r):
+  """The first words of an error message, without numbers, dtypes and shapes."""
+  import re
+  m = re.sub(r"\(.*?\)|\[.*?\]|'.*?'|`.*?`|\d+", "#", r.get("msg", ""))
+  m = re.sub(r"(b?float|u?int|complex|bool)#*", "T", m)
+  return " ".join(m.split()[:7])[:60]
+
+
 def compare(j, t):
   """Category string of a disagreement, or None when the results agree."""
   slow = ("WorkerDied", "Timeout")
@@ -180,11 +188,12 @@ def compare(j, t):
   if jt or tt:
     return None if jt and tt else f"timeout:{'jax' if jt else 'tracejax'}"
   if not j["ok"] and not t["ok"]:
-    return None if _same_exc(j, t) else f"exc-type:{t['exc']}-vs-{j['exc']}"
+    return None if _same_exc(j, t) else \
+        f"exc-type:{t['exc']}-vs-{j['exc']} [{_msg_key(t)} / {_msg_key(j)}]"
   if not j["ok"]:
-    return f"tracejax-accepts:{j['exc']}"
+    return f"tracejax-accepts:{j['exc']} [{_msg_key(j)}]"
   if not t["ok"]:
-    return f"tracejax-raises:{t['exc']}"
+    return f"tracejax-raises:{t['exc']} [{_msg_key(t)}]"
   jl, tl = j["leaves"], t["leaves"]
   if len(jl) != len(tl):
     return "structure"
@@ -397,8 +406,14 @@ def fuzz(args, job=0, jobs=1):
              "files": [], "ops_seen": collections.Counter()}
   minimised_per_sig = collections.Counter()
   t_end = time.time() + 60 * args.minutes if args.minutes else None
+  todo = iter(args.indices[job::jobs]) if args.indices else None
   i = job
-  while (args.n is None or i < args.n) and (t_end is None or time.time() < t_end):
+  while (todo is not None or args.n is None or i < args.n) and \
+      (t_end is None or time.time() < t_end):
+    if todo is not None:
+      i = next(todo, None)
+      if i is None:
+        break
     rng = np.random.default_rng([args.seed, i, int(args.x64)])
     try:
       prog = G.generate(rng, runner.infer, args.x64)
@@ -492,10 +507,14 @@ def main(argv=None):
   ap.add_argument("--threefry-partitionable", action="store_true",
                   help="use the partitionable Threefry stream on both sides (JAX's default; "
                   "tracejax's default is the 2020 stream, which is what both use otherwise)")
+  ap.add_argument("--indices", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                  help="run only these program indices (comma-separated), e.g. to replay")
   ap.add_argument("--verbose", "-v", action="store_true")
   ap.add_argument("--job-index", type=int, default=None, help=argparse.SUPPRESS)
   ap.add_argument("--json", default=None, help="also write the summary as JSON here")
   args = ap.parse_args(argv)
+  if args.indices:
+    args.n = max(args.indices) + 1
   if args.n is None and args.minutes is None:
     args.n = 200
   t0 = time.time()
@@ -519,6 +538,7 @@ def main(argv=None):
       cmd += ["--minutes", str(args.minutes)] if args.minutes else []
       cmd += ["--x64"] if args.x64 else []
       cmd += ["-v"] if args.verbose else []
+      cmd += ["--indices", ",".join(map(str, args.indices))] if args.indices else []
       cmd += ["--threefry-partitionable"] if args.threefry_partitionable else []
       procs.append(subprocess.Popen(cmd))
       paths.append(path)

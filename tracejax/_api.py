@@ -127,6 +127,5 @@ from tracejax._src.typing import Device as Device, typeof as typeof
 from tracejax import dtypes as dtypes
 from tracejax import lax as lax
 from tracejax import numpy as numpy
-from tracejax.numpy import linalg as _linalg  # noqa: F401  (jnp.linalg)
 from tracejax import tree_util as tree_util
 

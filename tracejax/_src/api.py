@@ -490,36 +490,43 @@ def vjp(fun, *primals, has_aux=False):
   return out, tree_util.Partial(f_vjp)
 
 
-def _check_input_dtype_grad(holomorphic, allow_int, x, argnum):
+def _check_input_dtype_grad(holomorphic, allow_int, x, argnum, name="grad"):
   aval = _abstractify(x)
   dt = aval.dtype
   if holomorphic:
     if not dtypes.issubdtype(dt, np.complexfloating):
-      raise TypeError("grad with holomorphic=True requires inputs with complex dtype, "
+      raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
                       f"but got {dt.name}.")
   if (dtypes.issubdtype(dt, np.integer) or dt == np.bool_) and not allow_int:
-    raise TypeError(f"grad requires real- or complex-valued inputs (input dtype that is a "
+    raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
                     f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
                     "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
 
 
 def _check_output_grad(holomorphic, out):
+  if not avals_mod.is_valid_jaxtype(out):  # a tuple, a dict, None...: not one scalar
+    raise TypeError(f"Gradient only defined for scalar-output functions. Output was {out}.")
   aval = _abstractify(out)
   if aval.shape != ():
     raise TypeError("Gradient only defined for scalar-output functions. Output had shape: "
                     f"{aval.shape}.")
-  dt = aval.dtype
+  _check_output_dtype("grad", holomorphic, aval.dtype)
+
+
+def _check_output_dtype(name, holomorphic, dt):
+  """The output dtype check of reverse-mode `grad`/`jacrev` (`name`): real, or complex
+  with `holomorphic`."""
   if holomorphic:
     if not dtypes.issubdtype(dt, np.complexfloating):
-      raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
+      raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
                       f"but got {dt.name}.")
   elif dtypes.issubdtype(dt, np.complexfloating):
-    raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype of "
+    raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
                     f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
                     "holomorphic=True. For differentiation of non-holomorphic functions "
                     "involving complex outputs, use jax.vjp directly.")
   elif not dtypes.issubdtype(dt, np.floating):
-    raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype of "
+    raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
                     f"np.floating), but got {dt.name}. For differentiation of functions with "
                     "integer outputs, use jax.vjp directly.")
 
@@ -567,7 +574,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     g_leaves, g_tree = tree_util.tree_flatten(g)
     p_leaves = tree_util.tree_leaves(dyn[0] if isinstance(argnums, int) else dyn)
     if len(g_leaves) == len(p_leaves):
-      g = tree_util.tree_unflatten(g_tree, [_grad_as_array(a, p)
+      g = tree_util.tree_unflatten(g_tree, [_weak_as_primal(_grad_as_array(a, p), p)
                                             for a, p in zip(g_leaves, p_leaves)])
     return ((ans, aux), g) if has_aux else (ans, g)
 
@@ -581,6 +588,18 @@ def _ones_like(x):
 
 def _float0_for_ints(x):
   return x
+
+
+def _weak_as_primal(g, primal):
+  """The gradient of a weakly typed primal (a Python float) is weak too, as in JAX:
+  there the weak-to-strong promotions on the way transpose back to weak types."""
+  if not isinstance(g, (Array, Tracer)):
+    return g
+  ga, pa = _abstractify(g), _abstractify(primal).at_least_vspace()
+  if pa.weak_type and not ga.weak_type and ga.dtype == pa.dtype:
+    from tracejax._src.lax import elementwise
+    return elementwise._convert_element_type(g, pa.dtype, weak_type=True)
+  return g
 
 
 def _grad_as_array(g, primal):
@@ -654,6 +673,12 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     else:
       y = f_part(*dyn)
       jac = vmap(lambda *b: push(list(b)))(*basis)
+    if holomorphic:
+      for yl in tree_util.tree_leaves(y):
+        dt = _abstractify(yl).dtype
+        if not dtypes.issubdtype(dt, np.complexfloating):
+          raise TypeError("jacfwd with holomorphic=True requires outputs with complex dtype, "
+                          f"but got {dt.name}.")
     primal_out = y
     in_shapes = [np.shape(x) for x in leaves]
     # jac leaves have the basis axis first; move it last and split per input.
@@ -686,12 +711,17 @@ def _slice_last(x, a, b):
 
 
 def _check_jac_input(x, holomorphic):
+  # Forward mode: real inputs, or complex ones with `holomorphic` (JAX's rule and words).
   dt = _abstractify(x).dtype
-  if holomorphic and not dtypes.issubdtype(dt, np.complexfloating):
-    raise TypeError(f"jacfwd with holomorphic=True requires complex inputs, got {dt.name}")
-  if not dtypes.issubdtype(dt, np.inexact):
-    raise TypeError(f"jacfwd requires real- or complex-valued inputs (input dtype that is a "
-                    f"sub-dtype of np.inexact), but got {dt.name}.")
+  if holomorphic:
+    if not dtypes.issubdtype(dt, np.complexfloating):
+      raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, "
+                      f"but got {dt.name}.")
+  elif not dtypes.issubdtype(dt, np.floating):
+    raise TypeError("jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+                    "holomorphic=True. For differentiation of non-holomorphic functions "
+                    "involving complex inputs or integer inputs, use jax.jvp directly.")
 
 
 def _std_basis(leaves):
@@ -718,6 +748,9 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
   def jacfun(*args, **kwargs):
     nums = _argnums_split(args, argnums, fun)
     dyn = tuple(args[i] for i in nums)
+    for i, x in zip(nums, dyn):
+      for leaf in tree_util.tree_leaves(x):
+        _check_input_dtype_grad(holomorphic, allow_int, leaf, i, name="jacrev")
 
     def f_part(*dargs):
       full = list(args)
@@ -730,15 +763,23 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     else:
       y, f_vjp = vjp(f_part, *dyn)
     y_leaves, y_tree = tree_util.tree_flatten(y)
+    for yl in y_leaves:
+      _check_output_dtype("jacrev", holomorphic, _abstractify(yl).dtype)
     basis, sizes = _std_basis(y_leaves)
     cts = vmap(lambda *b: f_vjp(tree_util.tree_unflatten(y_tree, list(b))))(*basis)
     # cts: tuple over dyn args of pytrees with a leading basis axis (size sum(sizes)).
     from tracejax._src.lax import structural
     y_shapes = [np.shape(l) for l in y_leaves]
 
-    def arrange(ct):
-      parts, start = [], 0
+    def arrange(ct, x):
       x_shape = np.shape(ct)[1:]
+      if getattr(ct, "dtype", None) == dtypes.float0:
+        # An integer input (allow_int): its cotangents are float0 (never sent to XLA);
+        # its Jacobian is zeros of the input's dtype, as JAX returns.
+        from tracejax._src.runtime.array import from_numpy
+        return tree_util.tree_unflatten(y_tree, [from_numpy(
+            np.zeros(tuple(shp) + tuple(x_shape), _abstractify(x).dtype)) for shp in y_shapes])
+      parts, start = [], 0
       for shp, n in zip(y_shapes, sizes):
         from tracejax._src.lax import slicing
         piece = slicing.slice_in_dim(ct, start, start + n, axis=0)
@@ -746,7 +787,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         start += n
       return tree_util.tree_unflatten(y_tree, parts)
 
-    per_arg = [tree_util.tree_map(arrange, c) for c in cts]
+    per_arg = [tree_util.tree_map(arrange, c, d) for c, d in zip(cts, dyn)]
     # Result structure: output tree outside, argument tree inside (as JAX).
     if isinstance(argnums, int):
       jac = per_arg[0]

@@ -52,13 +52,21 @@ _call_exes = weakref.WeakKeyDictionary()   # call_jaxpr -> {avals: _Compiled}
 
 
 def _xla_call_impl(*args, call_jaxpr, name, device=None, backend=None, donated_invars=None):
-  avals = tuple(dispatch.arg_aval(x) for x in args)
   per_jaxpr = _call_exes.setdefault(call_jaxpr, {})
+  strip = per_jaxpr.get("float0")
+  if strip is None:
+    strip = per_jaxpr["float0"] = _strip_float0(call_jaxpr, prune_invars=True)
+  jaxpr, _, keep_in, f0_outs = strip
+  all_args = args
+  avals = tuple(dispatch.arg_aval(x) for x in args)
+  if keep_in is not None:  # float0 at the boundary: those values stay on the host
+    pairs = [_device_value(x, a) for x, a, k in zip(args, avals, keep_in) if k]
+    args, avals = tuple(x for x, _ in pairs), tuple(a for _, a in pairs)
   placed = sharding.placement(args, name) if sharding.needs_placement(args) else None
   key = avals if placed is None else (avals, placed)
   entry = per_jaxpr.get(key)
   if entry is None:
-    entry = per_jaxpr[key] = _compile_jaxpr(call_jaxpr, name, None, *(placed or ()))
+    entry = per_jaxpr[key] = _compile_jaxpr(jaxpr, name, None, *(placed or ()))
   if placed is None:
     bufs = [dispatch.to_buffer(x, a) for x, a in zip(args, avals)]
   else:
@@ -66,8 +74,8 @@ def _xla_call_impl(*args, call_jaxpr, name, device=None, backend=None, donated_i
             for x, a in zip(args, avals)]
   outs = entry.exe.execute(bufs)
   if config.jax_debug_nans or config.jax_debug_infs:
-    _check_nans_op_by_op(call_jaxpr, [], args, outs, name)
-  return outs
+    _check_nans_op_by_op(call_jaxpr, [], all_args, _with_host_float0(outs, f0_outs), name)
+  return _with_host_float0(outs, f0_outs)
 
 
 xla_call_p.def_impl(_xla_call_impl)
@@ -96,6 +104,53 @@ def _check_nans_op_by_op(jaxpr, consts, args, outs, name):
     raise
 
 
+# ---- float0 values stay on the host ----
+# float0 (the tangent type of integer values) holds no data and XLA has no such
+# type: float0 outputs of a jitted program are made on the host as zeros, and a
+# float0 constant or argument is never sent to the device.
+
+def _is_float0_var(v):
+  return getattr(v, "aval", None) is not None and v.aval.dtype == dtypes.float0
+
+
+def _strip_float0(jaxpr, prune_invars=False):
+  """(jaxpr without float0 outputs, keep-const mask, keep-invar mask, float0 outs).
+
+  The float0 outputs are dropped (with the equations only they used), then any
+  float0 constvar (and, with `prune_invars`, invar) nothing reads any more.
+  `float0 outs` lists (position, aval) of each dropped output, or is None when
+  the jaxpr has no float0 at its boundary (the jaxpr is then returned as is).
+  """
+  if not any(map(_is_float0_var, jaxpr.constvars + jaxpr.outvars + jaxpr.invars)):
+    return jaxpr, None, None, None
+  f0_outs = [(i, v.aval) for i, v in enumerate(jaxpr.outvars) if _is_float0_var(v)]
+  j, _ = staging.dce_jaxpr(jaxpr, [not _is_float0_var(v) for v in jaxpr.outvars])
+  used = {v for e in j.eqns for v in e.invars if type(v) is ir.Var}
+  used.update(v for v in j.outvars if type(v) is ir.Var)
+  keep_c = [not (_is_float0_var(v) and v not in used) for v in j.constvars]
+  keep_i = [not (prune_invars and _is_float0_var(v) and v not in used) for v in j.invars]
+  j = ir.Jaxpr([v for v, k in zip(j.constvars, keep_c) if k],
+               [v for v, k in zip(j.invars, keep_i) if k], j.outvars, j.eqns)
+  return j, keep_c, keep_i, f0_outs
+
+
+def _device_value(x, aval):
+  """A float0 value still read by the program travels as bool zeros (its lowering)."""
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, np.bool_), avals_mod.ShapedArray(aval.shape, np.bool_)
+  return x, aval
+
+
+def _with_host_float0(outs, f0_outs):
+  """The device outputs with each float0 output (made on the host) put back."""
+  if not f0_outs:
+    return outs
+  outs = list(outs)
+  for i, aval in f0_outs:
+    outs.insert(i, np.zeros(aval.shape, dtypes.float0))
+  return outs
+
+
 # ---- static arguments ----
 
 def _static_key(value, where, fun):
@@ -113,7 +168,7 @@ def _static_key(value, where, fun):
 # ---- the jitted function ----
 
 class _Entry:
-  __slots__ = ("exe", "out_avals", "out_tree", "const_bufs", "jaxpr", "consts")
+  __slots__ = ("exe", "out_avals", "out_tree", "const_bufs", "jaxpr", "consts", "float0_outs")
 
 
 def _arg_aval(x, fun, path):
@@ -288,10 +343,15 @@ class Jitted:
       e = self._cache[key] = pxla.StagedSpmd(jaxpr, consts, out_tree, mesh)
       return e
     donated = self._donated(dyn, dkw)
+    # float0 outputs are made on the host and float0 constants never sent (above).
+    jaxpr, keep_c, _, e.float0_outs = _strip_float0(jaxpr)
+    if keep_c is not None:
+      consts = [c for c, k in zip(consts, keep_c) if k]
     compiled = _compile_jaxpr(jaxpr, self._name, donated, *(placed or ()))
     e.exe, e.out_avals = compiled.exe, compiled.out_avals
     dev = placed[0] if placed else None
-    e.const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c), dev) for c in consts]
+    e.const_bufs = [dispatch.to_buffer(*_device_value(c, avals_mod.get_aval(c)), dev)
+                    for c in consts]
     self._cache[key] = e
     return e
 
@@ -355,11 +415,16 @@ class Jitted:
       # The C++ path may reuse this executable only when every argument was an Array
       # already on its device (it then checks each argument's sharding itself).
       reuse = e if (self.device is None and self.backend is None and not self.donate_argnums
+                    and e.float0_outs is None
                     and all(b is x for b, x in zip(bufs[len(e.const_bufs):], leaves))) \
           else None
+      outs = _with_host_float0(outs, e.float0_outs)
       return tree_util.tree_unflatten(e.out_tree, outs), reuse, len(leaves)
     if self.donate_argnums:  # donated inputs need buffers of their own (see _private_buffer)
       bufs = e.const_bufs + [x if type(x) is Array else _private_buffer(x, a)
+                             for x, a in zip(leaves, in_avals)]
+    elif e.float0_outs is not None:  # a float0 argument goes as bool zeros (its lowering)
+      bufs = e.const_bufs + [x if type(x) is Array else dispatch.to_buffer(*_device_value(x, a))
                              for x, a in zip(leaves, in_avals)]
     else:
       bufs = e.const_bufs + [x if type(x) is Array else dispatch.to_buffer(x, a)
@@ -367,7 +432,9 @@ class Jitted:
     outs = e.exe.execute(bufs)
     if config.jax_debug_nans or config.jax_debug_infs:
       _check_nans_op_by_op(e.jaxpr, e.consts, leaves, outs, self._name)
-    reusable = None if self.donate_argnums else e
+    # Host-made float0 outputs need this Python path: the C++ one returns device outputs.
+    reusable = None if self.donate_argnums or e.float0_outs is not None else e
+    outs = _with_host_float0(outs, e.float0_outs)
     return tree_util.tree_unflatten(e.out_tree, outs), reusable, len(leaves)
 
   def _requested_device(self):

@@ -8,13 +8,42 @@ and methods to arrays and tracers (`_src/numpy/array_methods.py`).
 # flake8: noqa: F401
 import numpy as _np
 
+# Families that the first operation does not need are imported on first use of one
+# of their names (`jnp.sort`, `jnp.linalg`, ...): PEP 562's module __getattr__ keeps
+# `import tracejax.numpy` cheaper; `from tracejax.numpy import sort` works as before.
+_LAZY_NAMES = {}  # public name -> module under tracejax._src.numpy
+_LAZY_SUBMODULES = ("linalg", "fft")  # jnp.linalg, jnp.fft
+
+
+def _lazy(module, names):
+  for n in names.split():
+    _LAZY_NAMES[n] = module
+
+
+def __getattr__(name):
+  import importlib
+  module = _LAZY_NAMES.get(name)
+  if module is not None:
+    value = getattr(importlib.import_module(f"tracejax._src.numpy.{module}"), name)
+  elif name in _LAZY_SUBMODULES:
+    value = importlib.import_module(f"{__name__}.{name}")
+  else:
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+  globals()[name] = value  # later lookups are plain attribute reads
+  return value
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_LAZY_NAMES) | set(_LAZY_SUBMODULES))
+
+
 from tracejax._src.numpy import array_methods as _array_methods  # attaches x + y, x[i], ...
 from tracejax._src.numpy.creation import (
     arange, array, asarray, empty, empty_like, eye, full, full_like, geomspace, identity,
     linspace, logspace, meshgrid, ones, ones_like, tri, tril, triu, zeros, zeros_like,
 )
 from tracejax._src.numpy.differences import diff, ediff1d, trapezoid, trapz
-from tracejax._src.numpy.einsum import einsum, einsum_path
+_lazy("einsum", "einsum einsum_path")
 from tracejax._src.numpy.index_tricks import (
     c_, diag_indices, diag_indices_from, index_exp, ix_, mask_indices, mgrid, ogrid, r_,
     ravel_multi_index,
@@ -23,12 +52,12 @@ from tracejax._src.numpy.index_tricks import (
 from tracejax._src.numpy.indexing import IndexUpdateHelper as _IndexUpdateHelper
 from tracejax._src.numpy.indexing import take, take_along_axis
 from tracejax._src.numpy.pad import pad
-from tracejax._src.numpy.math_extra import convolve, correlate, gcd, gradient, lcm
-from tracejax._src.numpy.polynomial import (
-    poly, polyadd, polyder, polydiv, polyfit, polyint, polymul, polysub, polyval, roots,
-    vander,
-)
-from tracejax._src.numpy.vectorize import vectorize
+_lazy("math_extra", "convolve correlate gcd gradient lcm")
+_lazy("polynomial", """
+    poly polyadd polyder polydiv polyfit polyint polymul polysub polyval
+    roots vander
+""")
+_lazy("vectorize", "vectorize")
 from tracejax._src.numpy.printing import array_repr, array_str
 from tracejax._src.numpy.products import (
     cross, diag, diagonal, dot, inner, kron, matmul, outer, tensordot, trace, vdot,
@@ -49,20 +78,23 @@ from tracejax._src.numpy.scalar_types import (
     int4, uint4, int2, uint2, int1, uint1, bool,
 )
 from tracejax._src.numpy.searching import argwhere, flatnonzero, nonzero
-from tracejax._src.numpy.statistics import (
-    corrcoef, cov, median, nanmedian, nanpercentile, nanquantile, percentile, quantile,
-)
-from tracejax._src.numpy.sorting import (
-    argpartition, argsort, lexsort, msort, partition, searchsorted, sort, sort_complex,
-)
-from tracejax._src.numpy.setops import (
-    in1d, intersect1d, isin, setdiff1d, setxor1d, union1d, unique, unique_all,
-    unique_counts, unique_inverse, unique_values,
-)
-from tracejax._src.numpy.histograms import (
-    bincount, digitize, histogram, histogram2d, histogram_bin_edges, histogramdd, interp,
-)
-from tracejax._src.numpy.windows import bartlett, blackman, hamming, hanning, i0, kaiser
+_lazy("statistics", """
+    corrcoef cov median nanmedian nanpercentile nanquantile percentile
+    quantile
+""")
+_lazy("sorting", """
+    argpartition argsort lexsort msort partition searchsorted sort
+    sort_complex
+""")
+_lazy("setops", """
+    in1d intersect1d isin setdiff1d setxor1d union1d unique unique_all
+    unique_counts unique_inverse unique_values
+""")
+_lazy("histograms", """
+    bincount digitize histogram histogram2d histogram_bin_edges
+    histogramdd interp
+""")
+_lazy("windows", "bartlett blackman hamming hanning i0 kaiser")
 from tracejax._src.numpy.shape_ops import (
     append, array_split, atleast_1d, atleast_2d, atleast_3d, block, broadcast_arrays,
     broadcast_shapes, broadcast_to, can_cast, column_stack, concatenate, dsplit, dstack,
@@ -118,5 +150,3 @@ from numpy import (  # noqa: E402
     printoptions, set_printoptions, get_printoptions,
 )
 DeviceArray = _Array
-from tracejax.numpy import linalg as linalg  # noqa: E402,F401
-from tracejax.numpy import fft as fft  # noqa: E402,F401

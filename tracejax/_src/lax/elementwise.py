@@ -847,8 +847,8 @@ nextafter = _wrap(nextafter_p,
 _defjvp_nary(nextafter_p, lambda g, x1, x2: _maybe_broadcast(_out_shape(x1, x2), g), None)
 utils.defbroadcasting(nextafter_p, size_one=True)
 
-is_finite_p = naryop("is_finite", _float, hlo.is_finite, result_dtype=np.bool_,
-                     weak_type_rule=_not_weak)
+# A weak input gives a weak bool (JAX 0.10.2's rule for comparisons and is_finite too).
+is_finite_p = naryop("is_finite", _float, hlo.is_finite, result_dtype=np.bool_)
 is_finite = _wrap(is_finite_p, "Elementwise isfinite: neither inf nor NaN.")
 ad.defjvp_zero(is_finite_p)
 utils.defvectorized(is_finite_p)
@@ -867,7 +867,9 @@ def _compare_lower(direction):
 
 
 def _comparison(name, accepted, direction, doc):
-  prim = naryop(name, accepted, None, result_dtype=np.bool_, weak_type_rule=_not_weak)
+  # Weak when all operands are weak (the default rule): JAX 0.10.2 prints `x > 0` of a
+  # Python float as a weak bool.
+  prim = naryop(name, accepted, None, result_dtype=np.bool_)
   ad.defjvp_zero(prim)
   utils.defbroadcasting(prim, size_one=True)
   mlir.register_lowering(prim, _compare_lower(direction))

@@ -179,7 +179,8 @@ def gelu(x, approximate=True):
   """
   x = jnp.asarray(x)
   if not dtypes.issubdtype(x.dtype, np.inexact):
-    x = x.astype(dtypes.canonicalize_dtype(jnp.float_))
+    # JAX's inexact promotion: int32/bool -> float32 even with x64 on; int64 -> float64.
+    x = x.astype(dtypes.to_inexact_dtype(x.dtype))
   if approximate:
     sqrt_2_over_pi = np.sqrt(2 / np.pi).astype(x.dtype)
     cdf = 0.5 * (1.0 + jnp.tanh(sqrt_2_over_pi * (x + 0.044715 * (x ** 3))))

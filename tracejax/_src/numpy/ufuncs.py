@@ -173,7 +173,8 @@ def power(x1, x2, /):
 
 def _pow_int_int(x1, x2):
   """Integer power by repeated squaring (6 bits suffice: bigger exponents overflow)."""
-  acc = util.convert(1, _dtype(x1), util.is_weak(x1))  # weak in, weak out (JAX)
+  # Strongly typed even for two weak operands: JAX 0.10.2 gives int32, not weak int32.
+  acc = util.convert(1, _dtype(x1), False)
   acc = util.broadcast_to(util.to_array(acc), util.shape(x1))
   one = _constant_like(x2, 1)
   for _ in range(6):
@@ -373,6 +374,10 @@ degrees = rad2deg
 def hypot(x1, x2, /):
   """sqrt(x1**2 + x2**2) elementwise, without intermediate overflow."""
   x1, x2 = util.promote_args_inexact("hypot", x1, x2)
+  if np.broadcast_shapes(util.shape(x1), util.shape(x2)):
+    # JAX 0.10.2's hypot keeps a weak type only for a 0-d result (hypot(bool_array, 1)
+    # is a strong float, hypot(True, 1) a weak one).
+    x1, x2 = (util.convert(x, _dtype(x), False) for x in (x1, x2))
   x1, x2 = lax.abs(x1), lax.abs(x2)
   idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
   x1, x2 = lax.max(x1, x2), lax.min(x1, x2)

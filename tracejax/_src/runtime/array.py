@@ -32,6 +32,14 @@ class _ArrayMethods:
     v = self._npy_value
     if v is None:
       if type(self._sharding) is not backend._jax.SingleDeviceSharding:
+        if not self.is_fully_addressable and not self._sharding.is_fully_replicated:
+          # Only this process's shards are here: the rest of the value is elsewhere.
+          raise RuntimeError(
+              "Fetching value for `jax.Array` that spans non-addressable (non process "
+              "local) devices is not possible. You can use "
+              "`jax.experimental.multihost_utils.process_allgather` to print the global "
+              "array or use `.addressable_shards` method of jax.Array to inspect the "
+              "addressable (process local) shards.")
         v = sharding_mod.assemble_numpy(self)
       elif backend.needs_bitcast_fetch(self.aval.dtype):
         v = backend.fetch_via_bitcast(self, self.aval.shape, self.aval.dtype)

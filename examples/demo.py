@@ -108,8 +108,11 @@ def compile_note(before, after, seconds):
   if after["loaded"] > before["loaded"] and after["compiled"] == before["compiled"]:
     return f"update step loaded from the on-disk compilation cache ({seconds:.2f} s)"
   if after["compiled"] > before["compiled"]:
-    return (f"update step compiled by XLA in {seconds:.2f} s and saved to the on-disk "
-            "cache (the next run loads it)")
+    if after.get("stored", 0) > before.get("stored", 0):
+      return (f"update step compiled by XLA in {seconds:.2f} s and saved to the on-disk "
+              "cache (the next run loads it)")
+    return (f"update step compiled by XLA in {seconds:.2f} s (quicker than the cache's "
+            "minimum compile time, so not written to disk)")
   return f"update step compiled by XLA in {seconds:.2f} s (on-disk cache off)"
 
 

@@ -105,3 +105,34 @@ def test_console_script():
   assert proc.returncode == 0 and proc.stdout.startswith("tracejax ")
   proc = subprocess.run(["tracejax", "--help"], capture_output=True, text=True, timeout=60)
   assert proc.returncode == 0 and proc.stdout.startswith("usage: tracejax ")
+
+
+_STARTUP = """
+import sys
+import tracejax
+heavy = [m for m in ("jaxlib", "numpy", "tracejax._src.jit", "tracejax.numpy") if m in sys.modules]
+assert not heavy, heavy                       # `import tracejax` reads the configuration only
+assert tracejax.config.jax_enable_x64 is False
+import numpy as np
+x = tracejax.device_put(np.array([1.0, 2.0], np.float32))   # the first attribute: the API
+assert "tracejax.numpy" in sys.modules and float((x + 1).sum()) == 5.0
+assert tracejax.jit(lambda a: a * 2)(x).tolist() == [2.0, 4.0]
+assert "vmap" in dir(tracejax) and "vmap" in tracejax.__all__
+import tracejax.numpy as jnp
+assert "tracejax._src.numpy.sorting" not in sys.modules   # jax.numpy's rarer families: lazy
+assert jnp.sort(jnp.array([2, 1])).tolist() == [1, 2] and "sort" in dir(jnp)
+assert float(jnp.linalg.norm(jnp.array([3.0, 4.0]))) == 5.0
+from tracejax.numpy import unique
+print("ok")
+"""
+
+
+def test_startup_is_lazy_and_complete():
+  proc = subprocess.run([sys.executable, "-c", _STARTUP], capture_output=True, text=True,
+                        timeout=120)
+  assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+  # a program that only imports jax.lax still gets the operators of arrays
+  code = "import tracejax.lax as lax; print(float((lax.add(1.0, 2.0) + 1) * 2))"
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        timeout=120)
+  assert proc.returncode == 0 and proc.stdout.strip() == "8.0", proc.stderr

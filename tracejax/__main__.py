@@ -121,7 +121,7 @@ def info(as_json=False, file=None):
     >>> info(as_json=True, file=buf)
     0
     >>> sorted(json.loads(buf.getvalue()))[:3]
-    ['cache', 'config', 'devices']
+    ['cache', 'config', 'default_backend']
   """
   import json
   import platform

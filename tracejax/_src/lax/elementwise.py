@@ -761,7 +761,7 @@ atan = _wrap(atan_p, "Elementwise arc tangent: atan(x).")
 ad.defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
 utils.defvectorized(atan_p)
 
-atan2_p = naryop("atan2", _float, hlo.atan2)
+atan2_p = naryop("atan2", _inexact, hlo.atan2)  # complex too, as JAX 0.10.2 (XLA's atan2)
 atan2 = _wrap(atan2_p, "Elementwise arc tangent of two variables: atan(x / y), quadrant-aware.")
 _defjvp_nary(atan2_p,
           lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),

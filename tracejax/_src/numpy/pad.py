@@ -19,7 +19,19 @@ def _pairs(value, nd, name):
 
 def pad(array, pad_width, mode="constant", **kwargs):
   """Pad `array` by `pad_width` with NumPy's modes: constant, edge, wrap, reflect,
-  symmetric, maximum, minimum, mean and empty (zeros)."""
+  symmetric, maximum, minimum, mean, median and empty (zeros).
+
+  Args:
+    array: the array to pad.
+    pad_width: int, (before, after) pair, or one pair per axis.
+    mode: one of the modes above.
+    constant_values: the value(s) for mode 'constant' (a scalar or pairs per axis).
+    stat_length: for 'maximum', 'minimum', 'mean' and 'median', how many elements at
+      each end the statistic is taken over (int, pair, or pairs per axis; None: all).
+
+  Example: `pad(jnp.array([1, 2, 3, 9]), 1, mode="mean", stat_length=2)` is
+  `[2, 1, 2, 3, 9, 6]`.
+  """
   x = util.to_array(array)
   nd = util.ndim(x)
   widths = [(int(lo), int(hi)) for lo, hi in _pairs(pad_width, nd, "pad_width")]
@@ -38,20 +50,30 @@ def pad(array, pad_width, mode="constant", **kwargs):
     for axis, ((lo, hi), (vlo, vhi)) in enumerate(zip(widths, values)):
       x = _concat_edges(x, axis, _const_block(x, axis, lo, vlo), _const_block(x, axis, hi, vhi))
     return x
+  lengths = None
+  if mode in _STAT_MODES:
+    lengths = _stat_lengths(kwargs.get("stat_length"), nd)
   for axis, (lo, hi) in enumerate(widths):
     if lo == 0 and hi == 0:
       continue
     n = util.shape(x)[axis]
-    if mode in ("maximum", "minimum", "mean"):
-      if kwargs.get("stat_length") is not None:
-        raise NotImplementedError("jnp.pad: stat_length is not supported")
-      stat = {"maximum": reductions.max, "minimum": reductions.min,
-              "mean": reductions.mean}[mode](x, axis=axis, keepdims=True)
-      if mode == "mean" and dtypes.is_integer(util.dtype_of(x)):
-        stat = ufuncs.round(stat)  # NumPy rounds the mean of integers
-      # (not of bools: any nonzero mean is True, so 0.5 must not round to False)
-      stat = util.convert(stat, util.dtype_of(x), False)
-      x = _concat_edges(x, axis, _repeat_block(stat, axis, lo), _repeat_block(stat, axis, hi))
+    if mode in _STAT_MODES and n == 0:
+      raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' "
+                       "or 'empty'")
+    if mode in _STAT_MODES:
+      # NumPy: the statistic of the first (last) stat_length elements along the axis,
+      # or of all of them (stat_length=None or larger than the axis).
+      len_lo, len_hi = lengths[axis] if lengths is not None else (n, n)
+      len_lo, len_hi = min(len_lo, n), min(len_hi, n)
+      stat_lo = _stat(mode, shape_ops._slice_axis(x, axis, 0, len_lo), axis) if lo else None
+      if not hi:
+        stat_hi = None
+      elif len_hi == len_lo == n and stat_lo is not None:
+        stat_hi = stat_lo  # the same elements: one reduction
+      else:
+        stat_hi = _stat(mode, shape_ops._slice_axis(x, axis, n - len_hi, n), axis)
+      x = _concat_edges(x, axis, _repeat_block(stat_lo, axis, lo),
+                        _repeat_block(stat_hi, axis, hi))
     elif n == 0:
       raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' "
                        "or 'empty'")
@@ -71,6 +93,43 @@ def pad(array, pad_width, mode="constant", **kwargs):
     else:
       raise NotImplementedError(f"jnp.pad: mode {mode!r} is not supported")
   return x
+
+
+_STAT_MODES = ("maximum", "minimum", "mean", "median")
+
+
+def _stat_lengths(stat_length, nd):
+  """Per-axis (before, after) stat lengths (None: whole axes), checked as JAX/NumPy do."""
+  if stat_length is None:
+    return None
+  arr = np.asarray(stat_length)
+  if arr.dtype == object or not (arr.dtype.kind in "iu" or arr.dtype == np.bool_):
+    raise TypeError(f"`stat_length` must be integers, got {stat_length!r}")
+  pairs = [(int(a), int(b)) for a, b in _pairs(arr, nd, "stat_length")]
+  if any(a < 0 or b < 0 for a, b in pairs):
+    raise ValueError("index can't contain negative values")
+  if any(a == 0 or b == 0 for a, b in pairs):
+    raise ValueError("stat_length of 0 yields no value for padding")
+  return pairs
+
+
+def _stat(mode, part, axis):
+  """The padding value from `part` (keepdims along `axis`), in `part`'s dtype."""
+  dt = util.dtype_of(part)
+  if mode == "maximum":
+    return reductions.max(part, axis=axis, keepdims=True)
+  if mode == "minimum":
+    return reductions.min(part, axis=axis, keepdims=True)
+  if mode == "mean":
+    stat = reductions.mean(part, axis=axis, keepdims=True)
+  else:
+    from tracejax._src.numpy import statistics
+    src = util.convert(part, np.float32, False) if dt == np.bool_ else part
+    stat = statistics.median(src, axis=axis, keepdims=True)
+  if dtypes.is_integer(dt):
+    stat = ufuncs.round(stat)  # NumPy rounds the mean or median of integers (half to even)
+  # (not of bools: any nonzero mean is True, so 0.5 must not round to False)
+  return util.convert(stat, dt, False)
 
 
 def _const_block(x, axis, width, value):

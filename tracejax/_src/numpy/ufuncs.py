@@ -322,14 +322,31 @@ def logaddexp2(x1, x2, /):
 
 def _logaddexp_impl(x1, x2):
   amax = lax.max(x1, x2)
+  if dtypes.is_complex(_dtype(x1)):
+    # The complex log of exp(x1) + exp(x2): amax (the larger real part, lax.max's
+    # lexicographic order) plus log1p(exp(other - amax)), whose exp has modulus <= 1.
+    # The imaginary part is then brought back into [-pi, pi), as JAX 0.10.2 does.
+    other = lax.sub(lax.add(x1, x2), amax)
+    out = lax.add(amax, lax.log1p(lax.exp(lax.sub(other, amax))))
+    return lax.complex(lax.real(out), _wrap_angle(lax.imag(out)))
   delta = lax.sub(x1, x2)
   # delta is NaN when both are the same infinity: the answer is then that infinity.
   return _select(isnan(delta), lax.add(x1, x2),
                  lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
 
 
+def _wrap_angle(x):
+  """`x` moved by a multiple of 2 pi into [-pi, pi)."""
+  pi, two_pi = _constant_like(x, np.pi), _constant_like(x, 2 * np.pi)
+  r = lax.rem(lax.add(x, pi), two_pi)   # in (-2 pi, 2 pi): the sign of x + pi
+  r = _select(lax.lt(r, _constant_like(r, 0)), lax.add(r, two_pi), r)
+  return lax.sub(r, pi)
+
+
 def _posinf_to_zero(x):
-  return _select(isposinf(x), _constant_like(x, 0), x)
+  # Complex values: those whose real part is +inf (exp of them is the overflow).
+  re = lax.real(x) if dtypes.is_complex(_dtype(x)) else x
+  return _select(isposinf(re), _constant_like(x, 0), x)
 
 
 def _logaddexp_jvp(primals, tangents):
@@ -374,6 +391,9 @@ degrees = rad2deg
 def hypot(x1, x2, /):
   """sqrt(x1**2 + x2**2) elementwise, without intermediate overflow."""
   x1, x2 = util.promote_args_inexact("hypot", x1, x2)
+  if dtypes.is_complex(_dtype(x1)):
+    raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
+                     "convert to real values first, such as by using abs(x)")
   if np.broadcast_shapes(util.shape(x1), util.shape(x2)):
     # JAX 0.10.2's hypot keeps a weak type only for a 0-d result (hypot(bool_array, 1)
     # is a strong float, hypot(True, 1) a weak one).

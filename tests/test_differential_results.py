@@ -322,3 +322,269 @@ def test_weak_types_x64(x64):
     assert r.dtype == np.int32 and not _weak(r)
   r = jnp.exp2(3)
   assert r.dtype == np.float64 and _weak(r)
+
+
+# ---- issue 13 remainders: float0 under jit, jacrev/grad checks, weak types, complex,
+# ---- pad median / stat_length (expected values recorded from JAX 0.10.2) ----
+
+def _msg(e):
+  """The error's message without the traceback-filtering note that may follow it."""
+  return str(e.value).split("\n--------------------")[0]
+
+
+def _is_float0(x, shape):
+  x = np.asarray(x)
+  return x.dtype == dtypes.float0 and x.shape == shape
+
+
+def test_jit_of_float0_outputs_stays_on_host():
+  int_fn = lambda x: (x * 2).astype(jnp.int32)
+  x, t = jnp.arange(3.), jnp.ones(3)
+  f = jax.jit(lambda x: jax.jvp(int_fn, (x,), (t,)))
+  for arg, want in ((x, [0, 2, 4]), (x, [0, 2, 4]), (x + 1, [2, 4, 6])):  # cache hits too
+    y, ty = f(arg)
+    _eq(y, want, "int32")
+    assert _is_float0(ty, (3,))
+  # JAX: (Array([[2, 2, 2], [2, 2, 2]], dtype=int32), float0[2, 3] zeros)
+  jv = lambda x: jax.jvp(int_fn, (x,), (x,))
+  for g in (jax.jit(jax.vmap(jv)), jax.vmap(jax.jit(jv))):
+    y, ty = g(jnp.ones((2, 3)))
+    _eq(y, [[2, 2, 2], [2, 2, 2]], "int32")
+    assert _is_float0(ty, (2, 3))
+  y, ty = jax.jvp(jax.jit(int_fn), (x,), (t,))
+  _eq(y, [0, 2, 4], "int32")
+  assert _is_float0(ty, (3,))
+  y, ty = jax.jit(lambda x: jax.jit(lambda y: jax.jvp(int_fn, (y,), (t,)))(x))(x)
+  assert _is_float0(ty, (3,))
+  # float0 arguments and gradients of integer inputs (allow_int)
+  a, b = jax.jit(lambda a, b: (a, b * 2))(np.zeros(3, dtypes.float0), x)
+  assert _is_float0(a, (3,))
+  _eq(b, [0., 2., 4.])
+  assert _is_float0(jax.jit(jax.grad(lambda i, y: y * i, allow_int=True))(3, 2.0), ())
+  assert _is_float0(jax.vmap(jax.jit(jax.grad(lambda i, y: y * i, allow_int=True)))(
+      jnp.arange(2), jnp.ones(2)), (2,))
+  gi, gy = jax.jit(lambda i, y: jax.vjp(lambda i, y: y * i, i, y)[1](1.0))(3, 2.0)
+  assert _is_float0(gi, ())
+  _eq(gy, 3.0)
+
+
+_INT_OUT = ("{} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+            "but got {}. For differentiation of functions with integer outputs, use jax.vjp "
+            "directly.")
+
+
+def test_jacrev_and_grad_dtype_checks():
+  x = jnp.arange(3.)
+  for f, dt in ((lambda x: (x * 2).astype(jnp.int32), "int32"), (lambda x: x > 0, "bool"),
+                (lambda x: (x * 2, x.astype(jnp.int32)), "int32")):
+    with pytest.raises(TypeError) as e:
+      jax.jacrev(f)(x)
+    assert _msg(e) == _INT_OUT.format("jacrev", dt)
+  with pytest.raises(TypeError, match=r"^jacrev requires real-valued outputs \(output dtype "
+                     r"that is a sub-dtype of np.floating\), but got complex64. For holomorphic"):
+    jax.jacrev(lambda x: x * 1j)(x)
+  with pytest.raises(TypeError) as e:
+    jax.jacrev(lambda x: jnp.real(x), holomorphic=True)(x + 0j)
+  assert _msg(e) == ("jacrev with holomorphic=True requires outputs with complex dtype, "
+                          "but got float32.")
+  with pytest.raises(TypeError) as e:
+    jax.jacrev(lambda x: x * 2, holomorphic=True)(x)
+  assert _msg(e) == ("jacrev with holomorphic=True requires inputs with complex dtype, "
+                          "but got float32.")
+  with pytest.raises(TypeError) as e:
+    jax.jacrev(lambda x: x * 2.)(jnp.arange(3))
+  assert _msg(e) == (
+      "jacrev requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+      "np.inexact), but got int32. If you want to use Boolean- or integer-valued inputs, use "
+      "vjp or set allow_int to True.")
+  with pytest.raises(TypeError) as e:   # hessian = jacfwd(jacrev): jacrev's check first
+    jax.hessian(lambda x: x.astype(jnp.int32).sum())(x)
+  assert _msg(e) == _INT_OUT.format("jacrev", "int32")
+  # JAX: allow_int gives zeros of the integer input's dtype
+  ji, jf = jax.jacrev(lambda a, b: a * b, argnums=(0, 1), allow_int=True)(
+      jnp.arange(2), jnp.ones(2))
+  _eq(ji, [[0, 0], [0, 0]], "int32")
+  _eq(jf, [[0., 0.], [0., 1.]], "float32")
+  assert jax.jacrev(lambda x: x * 2., allow_int=True)(np.arange(2, dtype=np.int16)).dtype == \
+      np.int16
+  _eq(jax.jacrev(lambda x, y: (x * y).sum(), argnums=1)(x, jnp.ones(3)), [0., 1., 2.])
+  # jacfwd: real inputs only (complex needs holomorphic=True), JAX's words
+  with pytest.raises(TypeError) as e:
+    jax.jacfwd(lambda x: x * 2)(x + 0j)
+  assert _msg(e) == (
+      "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
+      "but got complex64. For holomorphic differentiation, pass holomorphic=True. For "
+      "differentiation of non-holomorphic functions involving complex inputs or integer "
+      "inputs, use jax.jvp directly.")
+  with pytest.raises(TypeError, match="^jacfwd with holomorphic=True requires outputs with "
+                     "complex dtype, but got float32"):
+    jax.jacfwd(lambda x: jnp.real(x), holomorphic=True)(x + 0j)
+  # grad of non-scalar or non-array outputs, and of integer outputs
+  with pytest.raises(TypeError) as e:
+    jax.grad(lambda x: x.astype(jnp.int32))(x)
+  assert _msg(e) == "Gradient only defined for scalar-output functions. Output had shape: (3,)."
+  with pytest.raises(TypeError, match=r"^Gradient only defined for scalar-output functions. "
+                     r"Output was \[DeviceArray\(3., dtype=float32\)\]"):
+    jax.grad(lambda x: [x.sum()])(x)
+  with pytest.raises(TypeError, match="^Gradient only defined for scalar-output functions. "
+                     "Output was None"):
+    jax.grad(lambda x: None)(x)
+  with pytest.raises(TypeError) as e:
+    jax.grad(lambda x: x.astype(jnp.int32).sum())(x)
+  assert _msg(e) == _INT_OUT.format("grad", "int32")
+
+
+def test_weak_bools_and_weak_gradients():
+  # JAX: a comparison or is_finite of weak operands is a weak bool (printed avals too)
+  outs = jax.make_jaxpr(lambda x: (x > 0, lax.is_finite(x), x == 1, jnp.isnan(x),
+                                   x > jnp.float32(0)))(1.0).jaxpr.outvars
+  assert [v.aval.weak_type for v in outs] == [True, True, True, True, False]
+  assert lax.lt(1.0, 2.0).aval.weak_type and lax.ne(2, 1).aval.weak_type
+  assert not jax.eval_shape(lambda x: x > 0, jnp.float32(1)).weak_type
+  # then promotion: (x > 0) + 1 is weak int32, where(x > 0, 1, 2) weak int32
+  r = jax.eval_shape(lambda x: (x > 0) + 1, 1.0)
+  assert r.dtype == np.int32 and r.weak_type
+  assert jax.eval_shape(lambda x: jnp.where(x > 0, 1, 2), 1.0).weak_type
+  # JAX: grad of a weak (Python float) input is weak; of a strong one strong
+  for f in (lambda x: x * 2, jnp.sin, lambda x: x * jnp.float32(2), lambda x: 3.0,
+            lambda x: (x * jnp.ones(3)).sum()):
+    assert _weak(jax.grad(f)(1.0)), f
+  assert _weak(jax.jit(jax.grad(lambda x: x * 2))(1.0))
+  assert _weak(jax.grad(jax.grad(lambda x: x ** 3))(1.0))
+  assert not _weak(jax.grad(lambda x: x * 2)(jnp.float32(1.0)))
+  gx, gy = jax.grad(lambda x, y: x * y, argnums=(0, 1))(1.0, jnp.float32(2.))
+  assert _weak(gx) and not _weak(gy)
+  v, g = jax.value_and_grad(lambda x: x * 2)(1.0)
+  assert _weak(v) and _weak(g)
+
+
+def test_power_hypot_gelu_weak_types_and_values():
+  x = jnp.array([1.1, 2.3, -0.7, 3.3], jnp.float32)
+  # JAX: a known integer exponent is integer_pow (rounds as x * x * x), eagerly too
+  want = [1.3310000896453857, 12.166999816894531, -0.34299999475479126, 35.93699645996094]
+  _eq(jnp.power(x, 3), want)
+  _eq(x ** 3, want)
+  _eq(jnp.power(x, jnp.int32(3)), want)
+  _eq(jax.jit(lambda x: jnp.power(x, 3))(x), want)
+  assert _weak(jnp.power(3, 3)) and _weak(jnp.power(jnp.asarray(3) * 1, 2))
+  for a, b in ((jnp.arange(3), -1), (2, -1), (jnp.arange(3), jnp.int32(-1))):
+    with pytest.raises(TypeError, match="^Integers cannot be raised to negative powers, got "
+                       "integer_pow"):
+      jnp.power(a, b)
+  # JAX: traced integer exponents give strong results
+  r = jax.eval_shape(lambda x, y: jnp.power(x, y), 1, 2)
+  assert r.dtype == np.int32 and not r.weak_type
+  b = jnp.array([True, False])
+  r = jax.eval_shape(lambda b: jnp.power(b, 2), b)
+  assert r.dtype == np.int32 and not r.weak_type
+  # JAX: hypot keeps a weak type only for a 0-d result
+  assert not jax.eval_shape(lambda x: jnp.hypot(x, 1), b).weak_type
+  assert not jax.eval_shape(lambda x: jnp.hypot(jnp.broadcast_to(x, (2,)), 1.), 1.0).weak_type
+  assert jax.eval_shape(lambda x: jnp.hypot(x, x), 1.0).weak_type
+
+
+def test_gelu_of_integers_x64(x64):
+  # JAX (x64): int32 and bool -> float32, int64 -> float64, strong
+  for a, dt in ((jnp.arange(3, dtype=jnp.int32), np.float32), (jnp.array([True]), np.float32),
+                (jnp.arange(3), np.float64)):
+    for approximate in (True, False):
+      r = jax.nn.gelu(a, approximate=approximate)
+      assert r.dtype == dt and not _weak(r), (a.dtype, approximate)
+  np.testing.assert_allclose(jax.nn.gelu(jnp.arange(3, dtype=jnp.int32)),
+                             [0., 0.8411920070648193, 1.954597234725952], rtol=1e-6)
+
+
+_Z = np.array([1 + 2j, -0.5 + 0.1j, 0j, 3 - 1j], np.complex64)
+_W = np.array([0.5 - 1j, 2 + 0j, 1j, -1 + 1j], np.complex64)
+
+
+def test_complex_arctan2_logaddexp_softplus_hypot():
+  z, w = jnp.asarray(_Z), jnp.asarray(_W)
+  want_atan2 = [1.908166766166687 + 0.3790868818759918j, -0.24553345143795013 + 0.04708705097436905j,
+                -4.371138828673793e-08 - 0j, 1.9634953737258911 - 0.17328687012195587j]
+  want_lae = [0.10499286651611328 + 1.788959264755249j, 2.0785393714904785 + 0.00757598876953125j,
+              0.5625629425048828 + 0.5j, 2.9924895763397217 - 0.9832193851470947j]
+  want_lae2 = [0.8491411805152893 + 0.9100141525268555j, 2.234398126602173 + 0.015015125274658203j,
+               0.9115643501281738 + 0.5j, 3.019104480743408 - 0.9124741554260254j]
+  want_sp = [0.9063237905502319 + 1.623828649520874j, 0.4729015827178955 + 0.03774452209472656j,
+             0.6931471824645996 + 0j, 3.027376174926758 - 0.9592256546020508j]
+  for f, args, want in ((jnp.arctan2, (z, w), want_atan2), (lax.atan2, (z, w), want_atan2),
+                        (jnp.logaddexp, (z, w), want_lae), (jnp.logaddexp2, (z, w), want_lae2),
+                        (jax.nn.softplus, (z,), want_sp)):
+    for g in (f, jax.jit(f)):
+      r = g(*args)
+      assert r.dtype == np.complex64
+      np.testing.assert_allclose(r, want, rtol=2e-6, atol=1e-7)
+  # the imaginary part is wrapped into [-pi, pi)
+  np.testing.assert_allclose(jnp.logaddexp(jnp.complex64(3.1j), jnp.complex64(-2.9j)),
+                             0.6830892562866211 - 3.041592836380005j, rtol=1e-6)
+  np.testing.assert_allclose(jnp.logaddexp2(jnp.complex64(3.1j), jnp.complex64(-2.9j)),
+                             -0.03802286088466644 - 4.43235969543457j, rtol=1e-6)
+  np.testing.assert_allclose(jax.grad(lambda x: jnp.logaddexp(x, 1. + 0j).real)(1. + 1j),
+                             0.5 + 0.2731512486934662j, rtol=1e-6)
+  ga, gb = jax.grad(lambda a, b: lax.atan2(a, b).real, argnums=(0, 1))(1 + 2j, 0.5 - 1j)
+  np.testing.assert_allclose(ga, -0.21138210594654083 + 0.09756097942590714j, rtol=1e-6)
+  np.testing.assert_allclose(gb, -0.09756097942590714 + 0.4552845358848572j, rtol=1e-6)
+  check_grads(lambda a, b: jnp.arctan2(a, b), (jnp.asarray(_Z[:2]), jnp.asarray(_W[:2])), 1,
+              modes=("fwd", "rev"))
+  for a in ((z, w), (z, 1.)):
+    with pytest.raises(ValueError, match="^jnp.hypot is not well defined for complex-valued "
+                       r"inputs. Please convert to real values first, such as by using abs\(x\)"):
+      jnp.hypot(*a)
+
+
+_PX = np.array([[1., 5., 2., 8.], [3., -1., 4., 0.], [7., 6., 9., 2.]], np.float32)
+
+
+def test_pad_median_and_stat_length():
+  _eq(jnp.pad(_PX, ((1, 2), (2, 1)), mode="median", stat_length=2),
+      [[2.0, 2.0, 2.0, 2.0, 3.0, 4.0, 3.5], [3.0, 3.0, 1.0, 5.0, 2.0, 8.0, 5.0],
+       [1.0, 1.0, 3.0, -1.0, 4.0, 0.0, 2.0], [6.5, 6.5, 7.0, 6.0, 9.0, 2.0, 5.5],
+       [3.75, 3.75, 5.0, 2.5, 6.5, 1.0, 3.75], [3.75, 3.75, 5.0, 2.5, 6.5, 1.0, 3.75]], "float32")
+  v = jnp.array([1., 2, 3, 4, 10])
+  for mode, want in (("mean", [2., 2., 7., 7., 7.]), ("maximum", [3., 3., 10., 10., 10.]),
+                     ("minimum", [1., 1., 4., 4., 4.]), ("median", [2., 2., 7., 7., 7.])):
+    _eq(jnp.pad(v, (2, 3), mode=mode, stat_length=(3, 2)), want[:2] + [1., 2., 3., 4., 10.] +
+        want[2:], "float32")
+  xi = _PX.astype(np.int32)
+  xi[2, 3] = 3
+  _eq(jnp.pad(xi, ((1, 1), (2, 1)), mode="median", stat_length=(2, 3)),
+      [[2, 2, 2, 2, 3, 4, 3], [3, 3, 1, 5, 2, 8, 5], [1, 1, 3, -1, 4, 0, 0],
+       [6, 6, 7, 6, 9, 3, 6], [4, 4, 3, 5, 4, 3, 4]], "int32")
+  _eq(jnp.pad(xi, ((1, 1), (2, 1)), mode="mean", stat_length=(2, 3)),
+      [[2, 2, 2, 2, 3, 4, 3], [3, 3, 1, 5, 2, 8, 5], [1, 1, 3, -1, 4, 0, 1],
+       [6, 6, 7, 6, 9, 3, 6], [4, 4, 4, 3, 5, 4, 4]], "int32")
+  # medians of integers round half to even; of bools: nonzero is True
+  _eq(jnp.pad(np.array([1, 2, 3, 4], np.int32), 1, mode="median"), [2, 1, 2, 3, 4, 2])
+  _eq(jnp.pad(np.array([1, 4, 5, 6], np.int32), 1, mode="median"), [4, 1, 4, 5, 6, 4])
+  _eq(jnp.pad(np.array([[True, False, False], [True, True, False]]), 1, mode="median"),
+      [[True, True, True, False, True], [False, True, False, False, False],
+       [True, True, True, False, True], [True, True, True, False, True]], "bool")
+  _eq(jnp.pad(np.array([1., np.nan, 3.], np.float32), 1, mode="median"),
+      [np.nan, 1.0, np.nan, 3.0, np.nan])
+  # stat_length larger than the axis is the whole axis; unpadded axes are untouched
+  _eq(jnp.pad(_PX, 1, mode="median", stat_length=10), jnp.pad(_PX, 1, mode="median"))
+  _eq(jnp.pad(_PX, ((0, 0), (1, 0)), mode="minimum", stat_length=((5, 5), (1, 1)))[:, 0],
+      [1., 3., 7.])
+  with pytest.raises(ValueError, match="^stat_length of 0 yields no value for padding"):
+    jnp.pad(_PX, 1, mode="maximum", stat_length=((1, 0), (1, 1)))
+  with pytest.raises(TypeError, match="stat_length"):
+    jnp.pad(_PX, 1, mode="mean", stat_length=1.5)
+  with pytest.raises(ValueError, match="negative"):
+    jnp.pad(_PX, 1, mode="mean", stat_length=-1)
+
+
+def test_pad_stat_length_under_transformations():
+  f = lambda x: jnp.pad(x, (2, 1), mode="median", stat_length=3)
+  x = jnp.array([1., 4., 2., 8.])
+  _eq(jax.jit(f)(x), [2.0, 2.0, 1.0, 4.0, 2.0, 8.0, 4.0])
+  _eq(jax.vmap(f)(jnp.array([[1., 4., 2., 8.], [0., -1., 3., 3.]])),
+      [[2.0, 2.0, 1.0, 4.0, 2.0, 8.0, 4.0], [0.0, 0.0, 0.0, -1.0, 3.0, 3.0, 3.0]])
+  w = jnp.arange(7.)
+  _eq(jax.grad(lambda x: (f(x) * w).sum())(x), [2.0, 9.0, 5.0, 5.0])
+  g = lambda x: jnp.pad(x, (2, 1), mode="mean", stat_length=(2, 3))
+  _eq(jax.grad(lambda x: (g(x) * w).sum())(x), [2.5, 5.5, 6.0, 7.0])
+  h = lambda x: jnp.pad(x, (1, 2), mode="maximum", stat_length=2)
+  _eq(jax.grad(lambda x: (h(x) * w).sum())(x), [1.0, 2.0, 3.0, 15.0])
+  check_grads(g, (jnp.array([1., 4., 2., 8.]),), 2, modes=("fwd", "rev"))
+  check_grads(f, (jnp.array([1., 4., 2., 8.]),), 1, modes=("fwd", "rev"))

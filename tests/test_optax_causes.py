@@ -173,3 +173,18 @@ def test_logsumexp_weights_check_grads(x64):
   rows = np.stack([a, a + 1.])
   np.testing.assert_allclose(jax.vmap(lambda v: jsp.logsumexp(v, b=b))(rows),
                              [np.log(np.sum(b * np.exp(r))) for r in rows])
+
+
+def test_out_sharding_real_named_sharding_one_device():
+  from tracejax.sharding import Mesh, NamedSharding, PartitionSpec as P
+  mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+  s = NamedSharding(mesh, P("x"))
+  a = jnp.zeros(4, out_sharding=s)
+  np.testing.assert_array_equal(a, np.zeros(4))
+  assert a.sharding == s
+  k = jax.random.key(1)
+  r = jax.random.normal(k, (2,), out_sharding=s)
+  np.testing.assert_array_equal(r, jax.random.normal(k, (2,)))
+  assert r.sharding == s
+  with mesh:  # a PartitionSpec names axes of the current mesh
+    assert jnp.ones(2, out_sharding=P()).sharding == NamedSharding(mesh, P())

@@ -53,8 +53,10 @@ def np_dtype(name):
 
 def encode_array(a):
   """Portable JSON form of a NumPy array (dtype name, shape, base64 bytes)."""
+  a = np.asarray(a)
+  shape = list(a.shape)  # np.ascontiguousarray makes 0-d arrays 1-d: keep the real shape
   a = np.ascontiguousarray(a)
-  return {"dtype": a.dtype.name, "shape": list(a.shape),
+  return {"dtype": a.dtype.name, "shape": shape,
           "b64": base64.b64encode(a.tobytes()).decode("ascii")}
 
 

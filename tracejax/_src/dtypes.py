@@ -597,6 +597,8 @@ def _result_from_node(node, all_weak, x64):
         out = _weak_nodes[rank - 1].default
   if not x64:
     out = _dtype_to_32bit_dtype.get(out, out)
+  if out == np.bool_:
+    weak = False  # as JAX: promotion of (weak) bools gives a strong bool
   return out, weak
 
 

@@ -108,11 +108,6 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
   if global_state.initialized:
     raise RuntimeError("jax.distributed.initialize should only be called once per process "
                        "(call jax.distributed.shutdown() first to start again).")
-  if backend.backend_started():
-    raise RuntimeError(
-        "jax.distributed.initialize() must be called before any JAX computation or array "
-        "creation: the backend has already been started in this process as a "
-        "single-process backend.")
   if cluster_detection_method is not None:
     raise ValueError(f"jax.distributed.initialize: cluster_detection_method="
                      f"{cluster_detection_method!r} is not supported; pass "
@@ -146,6 +141,12 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
       not _ADDRESS.match(coordinator_bind_address)):
     raise ValueError(f"jax.distributed.initialize: coordinator_bind_address must be "
                      f"'host:port', got {coordinator_bind_address!r}")
+  # Checked after the arguments, so a bad call says what is wrong with it first.
+  if backend.backend_started():
+    raise RuntimeError(
+        "jax.distributed.initialize() must be called before any JAX computation or array "
+        "creation: the backend has already been started in this process as a "
+        "single-process backend.")
 
   service = None
   if process_id == 0:

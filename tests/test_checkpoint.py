@@ -326,3 +326,11 @@ def test_custom_rules_inside_and_2020_partial_eval():
   (eqn,) = jaxpr.eqns
   assert eqn.primitive.name == "checkpoint" and eqn.params["differentiated"]
   assert _count(jaxpr, "sin", inside="checkpoint") == 1
+
+
+def test_jacrev_of_checkpointed_identity():
+  # Found by tools/fuzz_vs_jax.py: an input passed straight through came back as an
+  # internal buffer (no full aval); JAX gives the identity matrix.
+  import tracejax as jax
+  out = jax.jacrev(jax.checkpoint(lambda x: x))(np.ones(3, np.float32))
+  np.testing.assert_array_equal(np.asarray(out), np.eye(3, dtype=np.float32))

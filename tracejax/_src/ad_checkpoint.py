@@ -25,13 +25,13 @@ import types
 
 import numpy as np
 
-from tracejax._src import dispatch, tree_util
+from tracejax._src import tree_util
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
 from tracejax._src.interpreters import ad, batching, lowering, staging
 from tracejax._src.interpreters.lowering import hlo
-from tracejax._src.runtime.array import Array
+from tracejax._src.runtime.array import Array, from_numpy
 
 
 # =============================================================================
@@ -188,7 +188,10 @@ def _checkpoint_impl(*args, jaxpr, prevent_cse, differentiated, policy):
   # per-jaxpr executable cache would grow with every call (each call traces afresh).
   outs = ir.eval_jaxpr(jaxpr, [], *args)
   # An input passed straight through, or a literal output, comes back as an Array too.
-  return [x if isinstance(x, (Array, Tracer)) else dispatch.to_buffer(x, v.aval)
+  # (A user-visible Array with the var's full aval: internal dispatch buffers are
+  # internal arguments and carry only shape and dtype.)
+  return [x if isinstance(x, (Array, Tracer)) else
+          from_numpy(np.asarray(x, v.aval.dtype), weak_type=v.aval.weak_type)
           for x, v in zip(outs, jaxpr.outvars)]
 
 

@@ -189,15 +189,19 @@ def test_jit_static_argnums():
   assert float(h(1.0, n=3)) == 8.0
 
 
-def test_jit_unhashable_static_raises_jax_error():
+def test_jit_unhashable_static_arguments():
+  # Arrays: compared by identity with a warning, as 2020 JAX did (seed 015 relies on it).
   def f(x, c):
     return lax.add(x, float(c.sum()))
   g = jit(f, static_argnums=(1,))
+  with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    out = g(1.0, np.array([1., 2.]))
+  assert float(out) == 4.0
+  assert any("not hashable" in str(x.message) for x in w)
+  # Other unhashable values: JAX 0.10.2's error.
   with pytest.raises(ValueError, match="Non-hashable static arguments are not supported. An "
-                     "error occurred while trying to hash an object of type <class "
-                     "'numpy.ndarray'>"):
-    g(1.0, np.array([1., 2.]))
-  with pytest.raises(ValueError, match="unhashable type: 'list'"):
+                     "error occurred while trying to hash an object of type <class 'list'>"):
     g(1.0, [1., 2.])
 
 

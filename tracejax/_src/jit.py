@@ -16,6 +16,7 @@ import collections
 import functools
 import inspect
 import time
+import warnings
 import weakref
 
 import numpy as np
@@ -153,11 +154,37 @@ def _with_host_float0(outs, f0_outs):
 
 # ---- static arguments ----
 
+class _IdentityKey:
+  """Stands for an array (or tracer) passed as a static argument: equal only to itself.
+
+  2020 JAX hashed such static arguments by object identity, and the seeds rely on it
+  (seed 015 jits `elbo` with arrays at `static_argnums`); today's JAX raises instead.
+  tracejax keeps the 2020 behaviour for arrays and tracers, with a warning, and raises
+  JAX's error for every other unhashable value (lists, dicts, sets, ...)."""
+  __slots__ = ("obj",)
+
+  def __init__(self, obj):
+    self.obj = obj
+
+  def __hash__(self):
+    return id(self.obj)
+
+  def __eq__(self, other):
+    return type(other) is _IdentityKey and other.obj is self.obj
+
+
 def _static_key(value, where, fun):
   try:
     hash(value)
     return value
   except TypeError as e:
+    if isinstance(value, (np.ndarray, Array, Tracer)):
+      warnings.warn(
+          f"Static argument {where} of type {type(value)} for function "
+          f"{util.fun_name(fun)} is not hashable; it is compared by identity (as in 2020 "
+          "JAX), so each new object retraces. Today's JAX raises here: pass hashable "
+          "values (tuples, numbers, strings) as static arguments.", stacklevel=4)
+      return _IdentityKey(value)
     # JAX's error (0.10.2 wording): a static argument is part of the cache key.
     raise ValueError(
         "Non-hashable static arguments are not supported. An error occurred while trying "

@@ -588,3 +588,14 @@ def test_pad_stat_length_under_transformations():
   _eq(jax.grad(lambda x: (h(x) * w).sum())(x), [1.0, 2.0, 3.0, 15.0])
   check_grads(g, (jnp.array([1., 4., 2., 8.]),), 2, modes=("fwd", "rev"))
   check_grads(f, (jnp.array([1., 4., 2., 8.]),), 1, modes=("fwd", "rev"))
+
+
+def test_scatter_combines_in_the_promoted_dtype():
+  # Found by tools/fuzz_vs_jax.py. JAX 0.10.2: jnp.array([4, 5]).at[0].add(-1.5) ->
+  # [2, 5] (4 + -1.5 = 2.5, cast back to int32), .mul(1.5) -> [6, 5], .min(2.5) at 1 ->
+  # [4, 2].
+  x = jnp.array([4, 5])
+  np.testing.assert_array_equal(np.asarray(x.at[0].add(-1.5)), [2, 5])
+  np.testing.assert_array_equal(np.asarray(x.at[0].mul(1.5)), [6, 5])
+  np.testing.assert_array_equal(np.asarray(x.at[1].min(2.5)), [4, 2])
+  assert x.at[0].add(-1.5).dtype == np.int32

@@ -522,7 +522,19 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
   shape = util.shape(x)
   dt = util.dtype_of(x)
   util.check_arraylike_or_list(fun_name, y)
-  y = util.convert(util.to_operand(y), dt, util.is_weak(x))
+  y = util.to_operand(y)
+  weak = util.is_weak(x)
+  if scatter_op is not lax_gather.scatter and util.dtype_of(y) != dt:
+    # As JAX: combine in the promoted dtype, then cast back (int x .at[i].add(-1.5):
+    # 4 + -1.5 = 2.5 -> 2, not 4 + (-1) = 3).
+    px, py = util.promote_dtypes(x, y)
+    if util.dtype_of(px) != dt:
+      out = _scatter_update(px, idx, py, scatter_op, fun_name,
+                            indices_are_sorted=indices_are_sorted,
+                            unique_indices=unique_indices, mode=mode,
+                            normalize_indices=normalize_indices)
+      return util.convert(out, dt, weak)
+  y = util.convert(y, dt, weak)
   mask_update = _mask_update(x, idx, y, scatter_op)
   if mask_update is not None:
     return mask_update

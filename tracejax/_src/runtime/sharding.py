@@ -73,29 +73,14 @@ del _name, _value
 
 # ---- PmapSharding ----
 
-class PmapSharding(Sharding):
-  """The sharding of a `pmap`ped array: index i of the leading axis lives on `devices[i]`,
-  as a block of shape (1, *rest) (as in JAX).
+class _DeviceTupleSharding(Sharding):
+  """What every sharding over a flat tuple of devices shares (PmapSharding, and the
+  SPMD shardings below): the device set, which of them this process owns, and the
+  device list jaxlib's C++ code reads."""
 
-  Args:
-    devices: the devices, one per index of the leading axis.
-
-  >>> s = PmapSharding(jax.devices()[:2])   # doctest: +SKIP
-  >>> s.shard_shape((2, 3))                 # doctest: +SKIP
-  (1, 3)
-  """
-
-  def __init__(self, devices):
-    super().__init__()
+  def _init_devices(self, devices):
     self._devices = tuple(devices)
-    if not self._devices:
-      raise ValueError("PmapSharding needs at least one device")
     self._internal_device_list = _jax.DeviceList(self._devices)
-    self._hash = hash(self._devices)
-
-  @property
-  def devices(self):
-    return np.array(self._devices, dtype=object)
 
   @property
   def _device_assignment(self):
@@ -111,8 +96,36 @@ class PmapSharding(Sharding):
     return {d for d in self._devices if d.process_index == pid}
 
   @property
+  def is_fully_addressable(self):
+    return len(self.addressable_devices) == len(self._devices)
+
+  @property
   def num_devices(self):
     return len(self._devices)
+
+
+class PmapSharding(_DeviceTupleSharding):
+  """The sharding of a `pmap`ped array: index i of the leading axis lives on `devices[i]`,
+  as a block of shape (1, *rest) (as in JAX).
+
+  Args:
+    devices: the devices, one per index of the leading axis.
+
+  >>> s = PmapSharding(jax.devices()[:2])   # doctest: +SKIP
+  >>> s.shard_shape((2, 3))                 # doctest: +SKIP
+  (1, 3)
+  """
+
+  def __init__(self, devices):
+    super().__init__()
+    if not tuple(devices):
+      raise ValueError("PmapSharding needs at least one device")
+    self._init_devices(devices)
+    self._hash = hash(self._devices)
+
+  @property
+  def devices(self):
+    return np.array(self._devices, dtype=object)
 
   @property
   def memory_kind(self):
@@ -123,10 +136,6 @@ class PmapSharding(Sharding):
     return None
 
   is_fully_replicated = property(lambda self: len(self._devices) == 1)
-
-  @property
-  def is_fully_addressable(self):
-    return len(self.addressable_devices) == len(self._devices)
 
   def devices_indices_map(self, global_shape):
     """{device: index}: device i holds `x[i:i+1]`."""
@@ -589,34 +598,9 @@ def _indices_from_hlo(hlo, shape, n):
   return out
 
 
-class _SpmdSharding(Sharding):
+class _SpmdSharding(_DeviceTupleSharding):
   """What NamedSharding and GSPMDSharding share: placement over a flat device tuple
   (partition i on device i) and the indices each device holds."""
-
-  def _init_devices(self, devices):
-    self._devices = tuple(devices)
-    self._internal_device_list = _jax.DeviceList(self._devices)
-
-  @property
-  def _device_assignment(self):
-    return self._devices
-
-  @property
-  def device_set(self):
-    return set(self._devices)
-
-  @property
-  def addressable_devices(self):
-    pid = self._devices[0].client.process_index()
-    return {d for d in self._devices if d.process_index == pid}
-
-  @property
-  def is_fully_addressable(self):
-    return len(self.addressable_devices) == len(self._devices)
-
-  @property
-  def num_devices(self):
-    return len(self._devices)
 
   @property
   def memory_kind(self):

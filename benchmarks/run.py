@@ -36,6 +36,10 @@ sys.path.insert(0, WORKLOADS)
 from _harness import PREFIX, SYSTEMS  # noqa: E402  (plain module, imports no jax)
 
 DEFAULT_JAX_PYTHON = "/work/jaxvenv/bin/python"
+# `--systems tracejax,jax,jax2` adds a second, independent JAX worker (same interpreter,
+# flags and rotation as `jax`): the table then also gives jax2/jax, JAX against itself,
+# the noise floor of that very run.
+NOISE = "jax2"
 
 # Targets on tracejax/jax (median ratios); rows without one are informational.
 TARGETS = {
@@ -66,6 +70,10 @@ TARGETS = {
     "checkpoint_mlp.steady": 1.05,
     # Issue 10 (jax.numpy sorting): jnp.sort of f32[1M] under jit within 5% of JAX.
     "sort.steady": 1.05,
+    # Issue 14: MNIST-sized stax models, steady state within 5% of JAX.
+    "mlp_mnist.steady": 1.05,
+    "mlp_mnist_vmap.steady": 1.05,
+    "stax_convnet.steady": 1.05,
     # Issue 9 (shardings and SPMD): a data-parallel MLP step on 4 devices within 5% of JAX.
     "dp_mlp.pmap": 1.05,
     "dp_mlp.jit_sharded": 1.05,
@@ -150,6 +158,13 @@ SPECS = [
     # Issue 10: jit(grad) of a 20-layer MLP with each layer under jax.checkpoint, and
     # without (time and XLA temp memory, both systems).
     Spec("checkpoint_mlp", "checkpoint_mlp.py", rounds=10, args=["--calls", "10"]),
+    # Issue 14: an MLP 784-512-512-10 (b128), from stax and written per example under
+    # vmap, and a stax convnet training step (b32), steady state (wall and process CPU
+    # time per call); `--only mlp_mnist` runs both MLPs.
+    Spec("mlp_mnist", "mlp_mnist.py", rounds=15, args=["--calls", "10"]),
+    Spec("mlp_mnist_vmap", "mlp_mnist.py", rounds=15, args=["--calls", "10", "--style", "vmap"],
+         group="mlp_mnist"),
+    Spec("stax_convnet", "stax_convnet.py", rounds=15, args=["--calls", "10"]),
     # Issue 9: cached pmap call of a small function on 4 CPU devices (both systems).
     Spec("pmap_call", "pmap_call.py", rounds=15, args=["--calls", "200"],
          env={"tracejax": {"TRACEJAX_NUM_CPU_DEVICES": "4"},
@@ -187,15 +202,19 @@ IMPORTS = [
 
 # ---- processes ----
 
+def _system_flag(system):
+  return "jax" if system == NOISE else system
+
+
 def python_for(system):
-  if system == "jax":
+  if system in ("jax", NOISE):
     return os.environ.get("JAX_PYTHON", DEFAULT_JAX_PYTHON)
   return sys.executable
 
 
 def env_for(system, overrides=None, tmp=None):
   env = dict(os.environ)
-  if system == "jax":
+  if system in ("jax", NOISE):
     # Keep the checkout off real JAX's path: nothing of tracejax may leak in.
     env.pop("PYTHONPATH", None)
   else:
@@ -228,8 +247,8 @@ class Worker:
   def __init__(self, spec, system, env):
     self.system = system
     self.err = tempfile.TemporaryFile(mode="w+")
-    cmd = [python_for(system), os.path.join(WORKLOADS, spec.script), "--system", system,
-           "--mode", "worker", *spec.args]
+    cmd = [python_for(system), os.path.join(WORKLOADS, spec.script), "--system",
+           _system_flag(system), "--mode", "worker", *spec.args]
     self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=self.err, text=True, env=env, cwd=WORKLOADS)
     self.q = queue.Queue()
@@ -270,8 +289,8 @@ class Worker:
 
 
 def run_once(spec, system, env):
-  cmd = [python_for(system), os.path.join(WORKLOADS, spec.script), "--system", system,
-         "--mode", "once", *spec.args]
+  cmd = [python_for(system), os.path.join(WORKLOADS, spec.script), "--system",
+         _system_flag(system), "--mode", "once", *spec.args]
   try:
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=WORKLOADS,
                        timeout=spec.timeout)
@@ -337,7 +356,7 @@ class Results:
 
 
 def run_worker_spec(spec, systems, res, log):
-  workers = {s: Worker(spec, s, env_for(s, spec.env.get(s))) for s in systems}
+  workers = {s: Worker(spec, s, env_for(s, spec.env.get(_system_flag(s)))) for s in systems}
   live = []
   try:
     for s, w in workers.items():  # setups ran concurrently; none of it is timed
@@ -362,7 +381,7 @@ def run_worker_spec(spec, systems, res, log):
 def run_once_spec(spec, systems, res, log):
   tmps = {s: tempfile.mkdtemp(prefix=f"tjbench-{spec.name}-{s}-") for s in systems}
   try:
-    envs = {s: env_for(s, spec.env.get(s), tmps[s]) for s in systems}
+    envs = {s: env_for(s, spec.env.get(_system_flag(s)), tmps[s]) for s in systems}
     if spec.prime:
       for s in systems:
         res.fail(spec, s, run_once(spec, s, envs[s]))
@@ -392,6 +411,15 @@ def run_import_spec(spec, systems, res, log):
       if not mods.get(s):
         res.status[(key, s)] = ("na", "")
     envs = {s: env_for(s) for s in todo}
+    # Both systems import from compiled bytecode, as an installed package does: with
+    # PYTHONDONTWRITEBYTECODE set (some CI and dev machines set it) the checkout has no
+    # .pyc files and every round would compile tracejax's sources anew (~2x the import
+    # time) while the jax venv's .pyc were written by pip. A private cache directory
+    # per system, filled by the unmeasured round below, keeps the checkout untouched.
+    pycache = tempfile.mkdtemp(prefix="tjbench-pycache-")
+    for s in todo:
+      envs[s].pop("PYTHONDONTWRITEBYTECODE", None)
+      envs[s]["PYTHONPYCACHEPREFIX"] = os.path.join(pycache, s)
 
     def once(s):
       code = (snippet[0] if snippet else _IMPORT_SNIPPET).format(mod=mods[s], prefix=PREFIX)
@@ -417,6 +445,7 @@ def run_import_spec(spec, systems, res, log):
         else:
           res.add(sub, s, [{"key": key, "label": label, "value": out * 1e3, "unit": "ms"}])
       log(".")
+    shutil.rmtree(pycache, ignore_errors=True)
     if key not in res.rows:
       res.rows[key] = {"label": label, "unit": "ms", "spec": key}
       res.spec_keys.setdefault(key, []).append(key)
@@ -448,6 +477,9 @@ def cell(res, key, system):
 
 def table(res, systems):
   head = ["workload", "tracejax", "jax", "numpy", "tracejax/jax", "target"]
+  noise = NOISE in systems
+  if noise:
+    head.insert(5, "jax2/jax")
   rows = []
   for key, row in res.rows.items():
     tj, jx = res.median(key, "tracejax"), res.median(key, "jax")
@@ -461,6 +493,9 @@ def table(res, systems):
       tgt = f"≤ {target:g} " + ("met" if tj / jx <= target else "MISSED")
     cells = [cell(res, key, s) if s in systems else "" for s in SYSTEMS]
     rows.append([row["label"], *cells, ratio, tgt])
+    if noise:
+      j2 = res.median(key, NOISE)
+      rows[-1].insert(5, f"{j2 / jx:.2f}x" if j2 is not None and jx else "—")
   widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
 
   def line(r):

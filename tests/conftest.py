@@ -20,6 +20,8 @@ import shutil
 import sys
 import tempfile
 
+import pytest
+
 _OWNER = "TRACEJAX_TEST_CACHE_OWNER"  # pid of the process that made the temporary dir
 
 if os.environ.get("TRACEJAX_TEST_CACHE_DIR"):
@@ -37,6 +39,25 @@ if "tracejax._src.config" in sys.modules:  # imported early (a plugin): update i
   _config = sys.modules["tracejax._src.config"].config
   _config.update("tracejax_cache_dir", os.environ["TRACEJAX_CACHE_DIR"])
   _config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
+@pytest.fixture
+def x64():
+  """Runs a test with `jax_enable_x64` on (float64 checks), restoring the flag after.
+
+  Example:
+    >>> def test_sum_in_float64(x64):   # doctest: +SKIP
+    ...   assert jnp.ones(3).sum().dtype == jnp.float64
+  """
+  # Imported here, not at the top: this file must set the cache variables above
+  # before anything imports tracejax.
+  from tracejax._src.config import config
+  old = config.jax_enable_x64
+  config.update("jax_enable_x64", True)
+  try:
+    yield
+  finally:
+    config.update("jax_enable_x64", old)
 
 
 def pytest_unconfigure(config):

@@ -11,20 +11,9 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 from tracejax import lax
-from tracejax._src.config import config
 from tracejax._src.core import ir
 from tracejax._src.test_util import check_grads
 from tracejax.experimental import io_callback
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def sds(x):

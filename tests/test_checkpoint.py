@@ -6,23 +6,12 @@ import pytest
 
 import tracejax as jax
 import tracejax.numpy as jnp
-from tracejax._src.config import config
 from tracejax._src.control_flow import scan
 from tracejax._src.core import ir
 from tracejax.ad_checkpoint import checkpoint_name, saved_residuals
 from tracejax.test_util import check_grads
 
 cp = jax.checkpoint_policies
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _count(jaxpr, name, inside=None):

@@ -7,21 +7,10 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 from tracejax import lax
-from tracejax.config import config
 from tracejax.interpreters import ad
 from tracejax.test_util import check_grads
 
 JVP_ERROR = "can't apply forward-mode autodiff"
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 # ---- custom_jvp with symbolic_zeros under vmap ----

@@ -13,21 +13,10 @@ import tracejax
 import tracejax.numpy as jnp
 from tracejax import api
 from tracejax._src.api import grad, jvp, make_jaxpr, vjp, vmap
-from tracejax._src.config import config
 from tracejax._src.custom_transforms import (custom_gradient, custom_transforms, defjvp,
                                              defjvp_all, defvjp, defvjp_all, jarrett)
 from tracejax._src.jit import jit
 from tracejax._src.test_util import check_grads
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def close(a, b, tol=1e-5):

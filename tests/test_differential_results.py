@@ -11,18 +11,7 @@ import tracejax as jax
 import tracejax.numpy as jnp
 from tracejax import lax
 from tracejax._src import dtypes
-from tracejax._src.config import config
 from tracejax._src.test_util import check_grads
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _eq(x, expected, dtype=None):

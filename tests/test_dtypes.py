@@ -88,16 +88,6 @@ def x32():
     config.update("jax_enable_x64", old)
 
 
-@pytest.fixture
-def x64_on():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
-
-
 # ---- the promotion table --------------------------------------------------
 
 @pytest.mark.parametrize("a,b,out", _CELLS, ids=[f"{a}-{b}" for a, b, _ in _CELLS])

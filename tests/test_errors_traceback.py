@@ -35,13 +35,23 @@ NOTE = ("For simplicity, JAX has removed its internal frames from the traceback 
         "following exception. Set JAX_TRACEBACK_FILTERING=off to include these.")
 
 
-def _run(tmp_path, mode, via_run):
-  path = tmp_path / "ifscript.py"
-  path.write_text(SCRIPT.format(mod="jax" if via_run else "tracejax"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _env(mode):
+  """The environment of a child Python: this checkout importable, the filtering mode set."""
   env = dict(os.environ)
+  env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
   env.pop("JAX_TRACEBACK_FILTERING", None)
   if mode is not None:
     env["JAX_TRACEBACK_FILTERING"] = mode
+  return env
+
+
+def _run(tmp_path, mode, via_run):
+  path = tmp_path / "ifscript.py"
+  path.write_text(SCRIPT.format(mod="jax" if via_run else "tracejax"))
+  env = _env(mode)
   cmd = [sys.executable] + (["-m", "tracejax", "run"] if via_run else []) + [str(path)]
   proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
   assert proc.returncode == 1
@@ -167,3 +177,150 @@ def test_messages_name_argument_and_fix():
     tracejax.jit(lambda x, i: x[[0, 1][i]])(jnp.ones(2), 1)
   with pytest.raises(errors.ConcretizationTypeError, match="argument x\\."):
     tracejax.jit(lambda x: float(x))(1.0)
+
+
+# Every public entry point filters, not only `jit`: errors raised while tracing the
+# functions given to control flow, `vmap`, `grad` or `checkpoint` called outside `jit`.
+# The per-case line counts are JAX 0.10.2's for the same script (`{mod}` = jax, run
+# with /work/jaxvenv/bin/python, JAX_TRACEBACK_FILTERING unset).
+ENTRY_SCRIPT = textwrap.dedent("""\
+    import json
+    import sys
+    import traceback
+
+    import {mod} as jax
+    import {mod}.numpy as jnp
+    from {mod} import lax
+
+
+    def neg_if(x):
+      if x > 0:
+        return x
+      return -x
+
+
+    def case_cond():
+      lax.cond(True, neg_if, lambda x: x, jnp.float32(1.0))
+
+
+    def case_switch():
+      lax.switch(1, [lambda x: x, neg_if], jnp.float32(1.0))
+
+
+    def case_scan():
+      lax.scan(lambda c, x: (c + jnp.ones(3), x), jnp.ones(2), jnp.ones(4))
+
+
+    def case_while_loop():
+      lax.while_loop(neg_if, lambda c: c - 1, jnp.float32(3.0))
+
+
+    def case_fori_loop():
+      lax.fori_loop(0, 3, lambda i, c: neg_if(c), jnp.float32(3.0))
+
+
+    def case_map():
+      lax.map(neg_if, jnp.ones(3))
+
+
+    def case_vmap():
+      jax.vmap(neg_if)(jnp.ones(3))
+
+
+    def case_grad():
+      jax.grad(lambda x: (x + jnp.ones(3)).sum())(jnp.ones(2))
+
+
+    def case_checkpoint():
+      jax.checkpoint(neg_if)(1.0)
+
+
+    out = {{}}
+    for name in sys.argv[1:]:
+      try:
+        globals()["case_" + name]()
+        out[name] = None
+      except Exception as e:
+        out[name] = "".join(traceback.format_exception(e))
+    print(json.dumps(out))
+    """)
+JAX_ENTRY_LINES = {"cond": 13, "switch": 13, "scan": 23, "while_loop": 13, "fori_loop": 16,
+                   "map": 13, "vmap": 14, "grad": 23, "checkpoint": 17}
+ENTRY_ERRORS = {"scan": "Incompatible shapes", "grad": "Incompatible shapes"}  # else tracer-in-if
+
+
+def _run_entry_points(tmp_path, mode):
+  import json
+  path = tmp_path / "entry_points.py"
+  path.write_text(ENTRY_SCRIPT.format(mod="tracejax"))
+  proc = subprocess.run([sys.executable, str(path)] + sorted(JAX_ENTRY_LINES),
+                        capture_output=True, text=True, env=_env(mode), timeout=120)
+  assert proc.returncode == 0, proc.stderr
+  return json.loads(proc.stdout)
+
+
+def _internal_frame_lines(tb_text):
+  src = os.path.join("tracejax", "_src") + os.sep
+  return [ln for ln in tb_text.splitlines() if ln.startswith("  File ") and src in ln]
+
+
+def test_entry_points_outside_jit_filtered(tmp_path):
+  out = _run_entry_points(tmp_path, None)
+  for name, jax_lines in JAX_ENTRY_LINES.items():
+    text = out[name]
+    assert text is not None, f"{name} raised nothing"
+    assert ENTRY_ERRORS.get(name, "TracerBoolConversionError") in text, (name, text)
+    assert not _internal_frame_lines(text), (name, text)
+    assert len(text.rstrip("\n").splitlines()) <= jax_lines, (name, text)
+    assert text.rstrip("\n").endswith(NOTE), (name, text)
+    assert text.count(NOTE) == 1, (name, text)   # nested boundaries (fori -> scan) filter once
+    # the user's frames stay: the case function and the function it gave the entry point
+    assert f"in case_{name}" in text, (name, text)
+
+
+def test_entry_points_outside_jit_unfiltered_when_off(tmp_path):
+  out = _run_entry_points(tmp_path, "off")
+  for name in JAX_ENTRY_LINES:
+    assert _internal_frame_lines(out[name]), (name, out[name])
+    assert NOTE not in out[name]
+
+
+@pytest.mark.parametrize("mode", ["remove_frames", "tracebackhide"])
+def test_control_flow_modes_in_process(filtering, mode):
+  filtering(mode)
+
+  def body(c, x):
+    if c > 0:
+      return c, x
+    return -c, x
+
+  with pytest.raises(errors.TracerBoolConversionError) as info:
+    tracejax.lax.scan(body, 0.0, jnp.ones(3))
+  frames = _frames(info.value)
+  if mode == "remove_frames":
+    assert not any(traceback_util.is_internal_file(p) for p in frames)
+    cause = info.value.__cause__
+    assert isinstance(cause, traceback_util.UnfilteredStackTrace)
+    assert any(traceback_util.is_internal_file(p) for p in _frames(cause))
+  else:   # frames kept, tracejax's marked hidden for pytest/IPython
+    tb, hidden = info.value.__traceback__, []
+    while tb is not None:
+      if traceback_util.is_internal_file(tb.tb_frame.f_code.co_filename):
+        hidden.append(tb.tb_frame.f_locals.get("__tracebackhide__", False))
+      tb = tb.tb_next
+    assert hidden and all(hidden)
+
+
+def test_entry_points_keep_names_and_results():
+  # the boundary is transparent: names, docstrings and values as before
+  lax = tracejax.lax
+  for f in [lax.cond, lax.switch, lax.scan, lax.while_loop, lax.fori_loop, lax.map,
+            lax.associative_scan, lax.custom_linear_solve, lax.custom_root]:
+    assert f.__doc__ and f.__name__ == f.__wrapped__.__name__
+  assert float(lax.cond(True, lambda x: x + 1, lambda x: x, 1.0)) == 2.0
+  assert float(lax.fori_loop(0, 4, lambda i, c: c + i, 0)) == 6
+  carry, ys = lax.scan(lambda c, x: (c + x, c), 0.0, jnp.arange(3.0))
+  assert float(carry) == 3.0 and ys.tolist() == [0.0, 0.0, 1.0]
+  relu = tracejax.custom_jvp(lambda x: jnp.maximum(x, 0.0))
+  relu.defjvp(lambda p, t: (relu(p[0]), t[0] * (p[0] > 0)))
+  assert float(tracejax.grad(relu)(2.0)) == 1.0

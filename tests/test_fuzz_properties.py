@@ -9,7 +9,6 @@ import os
 import sys
 
 import numpy as np
-import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tools"))
@@ -18,7 +17,6 @@ import _fuzz_common as C  # noqa: E402
 import _fuzz_gen as G  # noqa: E402
 import fuzz_vs_jax as F  # noqa: E402
 
-from tracejax import config  # noqa: E402
 from tracejax._src.test_util import check_grads  # noqa: E402
 
 NS = C.bind_library("tracejax")
@@ -27,16 +25,6 @@ SEED = 20261125
 
 def _infer(prog):
   return C.infer_avals(NS, prog, G.render)
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _programs(tag, n):

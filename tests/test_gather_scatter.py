@@ -26,16 +26,6 @@ SDN = G.ScatterDimensionNumbers
 MODES = [None, "clip", "fill", "promise_in_bounds"]
 
 
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
-
-
 # =============================================================================
 # NumPy references (loops over index vectors, straight from XLA's semantics)
 # =============================================================================
@@ -578,7 +568,7 @@ def test_index_errors():
 
 UPDATE_INDICES = [1, -1, (0, slice(1, 3)), (slice(None, None, 2), 3), slice(4, 1, -1),
                   (slice(None), slice(None, None, -2)), (Ellipsis, 2), (slice(1, None), None),
-                  [0, 0, 4], (np.array([[1], [3]]), [0, 5, 5]), (slice(None), [2, -1, 2]),
+                  ([0, 0, 4],), (np.array([[1], [3]]), [0, 5, 5]), (slice(None), [2, -1, 2]),
                   (np.array([4, 0, 4]), slice(1, None, 2)), np.arange(30).reshape(5, 6) % 4 == 1,
                   (jnp.array([1, 1]), 2), (..., None), ()]
 

@@ -11,7 +11,6 @@ import pytest
 import tracejax
 import tracejax.numpy as jnp
 from tracejax import image
-from tracejax._src.config import config
 from tracejax._src.test_util import check_grads
 
 _X = (np.arange(12, dtype=np.float32).reshape(3, 4) ** 1.5 / 3).astype(np.float32)
@@ -79,16 +78,6 @@ _SAT2 = [[-0.34929, 0.14834, 1.22481],
        [1.23728, 2.47902, 4.09264],
        [6.46010, 8.66875, 11.07687],
        [0.00000, 0.00000, 0.00000]]
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 @pytest.mark.parametrize("method,shape,antialias,want", _CASES,

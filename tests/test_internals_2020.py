@@ -311,16 +311,6 @@ def test_alias_imports_of_2020_internals(tmp_path):
 
 # ---- check_grads / check_vjp with complex numbers ----
 
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
-
-
 Z = np.array([0.3 + 0.4j, -0.7 + 0.2j, 1.1 - 0.5j])
 
 COMPLEX_FUNS = {

@@ -7,18 +7,7 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 from tracejax import lax
-from tracejax.config import config
 from tracejax.experimental.jet import jet, jet_rules, zero_series, zero_term
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _repeated_jvp(f, x, series):

@@ -12,7 +12,6 @@ import pytest
 import lax_test_util as tu
 from tracejax._src.api import grad, jvp, make_jaxpr, vjp, vmap
 from tracejax._src import dispatch
-from tracejax._src.config import config
 from tracejax._src.jit import jit
 from tracejax._src.lax import convolution as C
 from tracejax._src.lax import elementwise as E
@@ -22,16 +21,6 @@ from tracejax._src.test_util import check_grads
 
 bf16 = tu.bfloat16
 f32 = np.dtype(np.float32)
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _rand(shape, dtype=np.float32, seed=0, kind="default"):

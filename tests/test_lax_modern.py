@@ -10,20 +10,9 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 from tracejax import lax
-from tracejax._src.config import config
 from tracejax._src.test_util import check_grads
 
 RNG = np.random.RandomState(0)
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _vmap_vs_loop(f, xs, in_axes=0):

@@ -12,7 +12,6 @@ import pytest
 import lax_test_util as tu
 import tracejax as jax
 from tracejax._src.api import jvp, make_jaxpr, vjp, vmap
-from tracejax._src.config import config
 from tracejax._src.jit import jit
 from tracejax._src.lax import elementwise as E
 from tracejax._src.lax import fft as F
@@ -24,16 +23,6 @@ SORT_DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.uint32, np.float16, b
                                      np.float32, np.complex64)]
 TOPK_DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.uint32, np.float16, bf16,
                                      np.float32)]
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _rand(shape, dtype, seed=0):

@@ -11,7 +11,6 @@ import pytest
 
 import lax_test_util as tu
 from tracejax._src.api import jvp, make_jaxpr, vjp, vmap
-from tracejax._src.config import config
 from tracejax._src import dispatch
 from tracejax._src.jit import jit
 from tracejax._src.lax import dot as D
@@ -33,16 +32,6 @@ FLOATS = [np.dtype(t) for t in (bf16, np.float16, np.float32)]
 
 def _name(d):
   return np.dtype(d).name
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _args(shapes, dtype, seed=0, kind="default"):

@@ -28,16 +28,6 @@ F32, F64, C64, C128 = (np.dtype(t) for t in (np.float32, np.float64, np.complex6
                                              np.complex128))
 
 
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
-
-
 @pytest.fixture(params=[F32, C64, F64], ids=lambda d: d.name)
 def dtype(request):
   """float32, complex64, and float64 (with x64 on for the test)."""

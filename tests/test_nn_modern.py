@@ -9,7 +9,6 @@ import pytest
 import tracejax
 import tracejax.numpy as jnp
 from tracejax import nn
-from tracejax._src.config import config
 from tracejax._src.test_util import check_grads
 
 _X = np.array([-3.0, -0.7, 0.0, 0.4, 2.5], np.float32)
@@ -28,16 +27,6 @@ _RECORDED = [
     ("soft_sign", [-0.75, -0.4117647, 0, 0.2857143, 0.7142857]),
     ("log_sigmoid", [-3.048587, -1.103186, -0.6931472, -0.5130153, -0.07888974]),
 ]
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 @pytest.mark.parametrize("name,want", _RECORDED, ids=[r[0] for r in _RECORDED])

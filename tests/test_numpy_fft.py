@@ -18,23 +18,12 @@ import pytest
 
 import tracejax.numpy as jnp
 from tracejax._src.api import grad, make_jaxpr, vmap
-from tracejax._src.config import config
 from tracejax._src.jit import jit
 from tracejax._src.test_util import check_grads
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _rand(shape, kind="real", seed=0, dtype=None):

@@ -15,16 +15,6 @@ from tracejax._src.config import config
 from tracejax.test_util import check_grads
 
 
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
-
-
 def _close(a, b, tol=1e-5):
   a = np.asarray(a)
   b = np.asarray(b)

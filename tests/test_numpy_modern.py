@@ -11,20 +11,9 @@ import numpy as np
 import pytest
 
 from tracejax._src.api import grad, vmap
-from tracejax._src.config import config
 from tracejax._src.jit import jit
 from tracejax._src.test_util import check_grads
 import tracejax.numpy as jnp
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _eq(actual, expected, **kw):

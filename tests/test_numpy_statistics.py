@@ -12,19 +12,8 @@ import pytest
 import tracejax.numpy as jnp
 from tracejax._src import errors
 from tracejax._src.api import vmap
-from tracejax._src.config import config
 from tracejax._src.jit import jit
 from tracejax._src.test_util import check_grads
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 RNG = np.random.default_rng(0)

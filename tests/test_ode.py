@@ -5,18 +5,7 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 from tracejax._src.test_util import check_grads
-from tracejax.config import config
 from tracejax.experimental.ode import odeint
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def decay(y, t, k):

@@ -11,18 +11,7 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 import tracejax.scipy.special as jsp
-from tracejax._src.config import config
 from tracejax._src.test_util import check_grads
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 # ---- 1. jax.typeof(x).sharding and out_sharding= ----

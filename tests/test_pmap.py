@@ -87,7 +87,7 @@ close(jax.pmap(jax.vmap(lambda v: lax.psum(v, ('i', 'j')), axis_name='j'), 'i')(
       np.full_like(x, x.sum()))
 close(jax.vmap(jax.pmap(lambda v: v / lax.psum(v, 'i'), 'i'))(np.stack([x + 1, x + 2])),
       np.stack([(x + 1) / (x + 1).sum(0), (x + 2) / (x + 2).sum(0)]))
-# nested pmap: the inner map runs inside each outer member
+# nested pmap: one program over a grid of devices (tests/test_pmap_nested.py)
 if N >= 4:
   xx = np.arange(8., dtype=np.float32).reshape(2, 2, 2)
   out = jax.pmap(jax.pmap(lambda v: lax.psum(v, 'j') + lax.psum(v, 'i'), 'j'), 'i')(xx)
@@ -95,8 +95,10 @@ if N >= 4:
 # the jaxpr still prints as xla_pmap
 text = str(jax.make_jaxpr(lambda a: jax.pmap(lambda v: v / lax.psum(v, 'rows'), 'rows')(a))(x))
 assert 'xla_pmap[ axis_name=rows' in text and 'psum[ axis_name=rows ]' in text, text
-# eager ops on a pmap result gather it to one device
-close(y + 1, x * 2 + 2)
+# eager ops on a pmap result run over its devices (tests/test_sharding_placement.py)
+z = y + 1
+close(z, x * 2 + 2)
+assert z.devices() == set(jax.devices())
 """
 
 

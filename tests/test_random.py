@@ -42,14 +42,6 @@ def stream():
   config.update("jax_threefry_partitionable", old)
 
 
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  yield
-  config.update("jax_enable_x64", old)
-
-
 # =============================================================================
 # Documented vectors (E-01i) and F-08
 # =============================================================================

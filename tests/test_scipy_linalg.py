@@ -11,19 +11,8 @@ import tracejax
 import tracejax.numpy as jnp
 import tracejax.scipy.linalg as jsl
 from tracejax._src.api import grad, jvp, vmap
-from tracejax._src.config import config
 from tracejax._src.jit import jit
 from tracejax._src.test_util import check_grads
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _rand(shape, dtype, seed=0, scale=1.0):

@@ -8,18 +8,7 @@ import scipy.stats as osp_stats
 import tracejax as jax
 import tracejax.numpy as jnp
 from tracejax import scipy as jsp
-from tracejax._src.config import config
 from tracejax.test_util import check_grads
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _close(a, b, tol=1e-5):

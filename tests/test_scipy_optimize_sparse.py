@@ -9,7 +9,6 @@ import pytest
 import scipy.optimize as osp_optimize
 
 from tracejax._src.api import grad, vmap
-from tracejax._src.config import config
 from tracejax._src.jit import jit
 from tracejax._src.test_util import check_grads
 import tracejax.numpy as jnp
@@ -17,16 +16,6 @@ import tracejax.scipy as jsp
 from tracejax.scipy import optimize as jopt
 from tracejax.scipy.sparse import linalg as jsla
 from tracejax._src.scipy.optimize import line_search
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _j(f, *args, **kw):

@@ -14,7 +14,6 @@ import scipy.integrate as osp_integrate
 import scipy.signal as osp_signal
 
 from tracejax._src.api import vmap
-from tracejax._src.config import config
 from tracejax._src.jit import jit
 from tracejax._src.test_util import check_grads
 import tracejax.numpy as jnp
@@ -25,16 +24,6 @@ from tracejax.scipy import signal as jsig
 
 TOL32 = dict(atol=2e-4, rtol=2e-4)
 TOL64 = dict(atol=1e-10, rtol=1e-10)
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _rand(shape, dtype=np.float32, seed=0):

@@ -13,7 +13,6 @@ from scipy.spatial.transform import Rotation as SR
 from scipy.spatial.transform import Slerp as SSlerp
 
 from tracejax._src.api import vmap
-from tracejax._src.config import config
 from tracejax._src.jit import jit
 from tracejax._src.test_util import check_grads
 import tracejax.numpy as jnp
@@ -23,16 +22,6 @@ from tracejax.scipy.cluster import vq as jvq
 from tracejax.scipy.spatial.transform import Rotation, Slerp
 
 TOL = dict(atol=1e-9, rtol=1e-9)
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _quats(n=6, seed=0):

@@ -7,7 +7,6 @@ import scipy.special as osp
 import tracejax as jax
 import tracejax.numpy as jnp
 import tracejax.scipy.special as jsp
-from tracejax._src.config import config
 from tracejax._src.test_util import check_grads
 
 JAX_0_10_2_NAMES = [
@@ -18,16 +17,6 @@ JAX_0_10_2_NAMES = [
     'loggamma', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'ndtri', 'owens_t', 'poch',
     'polygamma', 'rel_entr', 'sici', 'softmax', 'spence', 'sph_harm_y', 'wofz', 'xlog1py',
     'xlogy', 'zeta']
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def test_every_name_of_jax_0_10_2_exists():

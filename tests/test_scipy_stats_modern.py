@@ -7,7 +7,6 @@ import scipy.stats as osp
 import tracejax as jax
 import tracejax.numpy as jnp
 import tracejax.scipy.stats as jst
-from tracejax._src.config import config
 from tracejax._src.test_util import check_grads
 
 # The public functions of each distribution module in JAX 0.10.2.
@@ -34,16 +33,6 @@ JAX_0_10_2 = {
     'uniform': ['cdf', 'logpdf', 'pdf', 'ppf'],
     'vonmises': ['logpdf', 'pdf'], 'wrapcauchy': ['logpdf', 'pdf'],
 }
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def test_every_name_of_jax_0_10_2_exists():

@@ -17,16 +17,6 @@ from tracejax._src.config import config
 from tracejax._src.core.ir import ClosedJaxpr
 
 
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
-
-
 def _f(x, y):
   return jnp.sin(x) @ y + 1.0
 

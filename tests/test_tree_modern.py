@@ -15,7 +15,6 @@ import pytest
 import tracejax
 import tracejax.numpy as jnp
 from tracejax import tree_util as tu
-from tracejax._src.config import config
 from tracejax._src.test_util import check_grads
 from tracejax.flatten_util import ravel_pytree
 import tracejax.tree as jtree
@@ -23,16 +22,6 @@ import tracejax.typing as jtyping
 
 Point = collections.namedtuple("Point", ["x", "y"])
 Other = collections.namedtuple("Other", ["x", "y"])
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 class Node:

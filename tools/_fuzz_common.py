@@ -180,6 +180,10 @@ def worker_main():
     import jax
     jax.config.update("jax_enable_x64", x64)
     jax.config.update("jax_threefry_partitionable", os.environ.get("FUZZ_TFP") == "1")
+    cache = os.environ.get("FUZZ_CACHE_DIR", "/tmp/fuzz_vs_jax_cache")
+    if cache:  # see fuzz_vs_jax._use_compile_cache
+      jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "jax"))
+      jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   else:
     import tracejax
     tracejax.config.update("jax_enable_x64", x64)

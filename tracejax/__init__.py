@@ -4,10 +4,10 @@ The public API under JAX's names (DESIGN.md §1). This module only re-exports;
 the implementations live in `tracejax/_src/` (see README.md, "Where things live").
 
 `import tracejax` only reads the configuration: the API (tracejax/_api.py) is
-imported on the first attribute looked up (`jax.jit`, `jax.numpy`, ...), and
-submodules that pull in heavy dependencies (`random`, `nn`, `scipy`, ...) only when
-they are used themselves (`jax.random.PRNGKey`); `from tracejax import random`
-works either way.
+imported on the first function or type looked up (`jax.jit`, `jax.Array`, ...), and
+submodules (`numpy`, `lax`, `random`, `scipy`, ...) only when they are used
+themselves (`jax.numpy.ones`, `jax.random.PRNGKey`), each without the rest of the
+API; `from tracejax import random` works either way.
 """
 # flake8: noqa: F401
 import importlib as _importlib
@@ -72,12 +72,29 @@ _LAZY_ATTRIBUTES = {
     "make_array_from_single_device_arrays": "tracejax._src.multihost",
     "shard_map": "tracejax._src.shard_map",
     "make_mesh": "tracejax._src.runtime.sharding",
+    "set_mesh": "tracejax._src.sharding_explicit",
+    "reshard": "tracejax._src.sharding_explicit",
+    "P": "tracejax.sharding",
 }
+
+
+# Submodules that the API also imports: `jax.numpy` after `import tracejax as jax`
+# imports tracejax.numpy alone (as `import tracejax.numpy` does), not the whole API.
+_API_SUBMODULES = frozenset({"numpy", "lax", "tree_util", "dtypes"})
 
 
 def __getattr__(name):
   if name.startswith("__") and name != "__all__":  # dunder probes (copy, pickle, ...)
     raise AttributeError(f"module 'tracejax' has no attribute {name!r}")
+  if name in _API_SUBMODULES or name in _LAZY_SUBMODULES:
+    try:
+      module = _importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+      if e.name != f"{__name__}.{name}":  # the submodule exists; something it needs is missing
+        raise
+    else:
+      globals()[name] = module  # later lookups are plain attribute reads
+      return module
   api = _load_api()
   if name == "__all__":
     return sorted(k for k in vars(api) if not k.startswith("_"))

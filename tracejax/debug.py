@@ -6,3 +6,8 @@ from tracejax._src.debugging import (
     debug_callback as callback,
     debug_print as print,
 )
+from tracejax._src.debugging import (
+    inspect_array_sharding as inspect_array_sharding,
+    visualize_array_sharding as visualize_array_sharding,
+    visualize_sharding as visualize_sharding,
+)

@@ -18,5 +18,8 @@ from tracejax._src.errors import (
     UnexpectedTracerError as UnexpectedTracerError,
 )
 from tracejax._src.runtime.backend import JaxRuntimeError as JaxRuntimeError
+from tracejax._src.core.ir import JaxprTypeError as JaxprTypeError
+from tracejax._src.extend import (
+    InconclusiveDimensionOperation as InconclusiveDimensionOperation)
 from tracejax._src.numpy.indexing import (
     NonConcreteBooleanIndexError as NonConcreteBooleanIndexError)

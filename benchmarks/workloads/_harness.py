@@ -225,3 +225,69 @@ def str_arg(ctx, name, default):
     if a.startswith(name + "="):
       return a.split("=", 1)[1]
   return default
+
+
+def _waited_calls(f, x, n, block):
+  """`n` calls `f(x)`, each result waited for (the loop calls nothing else)."""
+  if block is None:
+    for _ in range(n):
+      f(x).block_until_ready()
+  else:
+    for _ in range(n):
+      block(f(x))
+
+
+def call_latency(ctx, f, x, key, dispatch_label, blocked_label, block=None):
+  """The two per-call figures of a cached call `f(x)`, in microseconds per call.
+
+  `key.dispatch`: `--calls` calls back to back, only the last result waited for (what
+  a Python loop pays, queued work included); `key.blocked`: every result waited for
+  (the round-trip latency). Results are waited for with `.block_until_ready()`, or
+  with `block(result)` when given (a pytree result). Under NumPy nothing is
+  asynchronous: one plain loop, reported as both.
+
+  Example:
+    >>> call_latency(ctx, f, x, "jit_call", "jit call, dispatch", "jit call, blocked")
+    ... # doctest: +SKIP
+  """
+  n = int_arg(ctx, "--calls", 200)
+  pc = perf_counter
+  if ctx.system == "numpy":
+    t0 = pc()
+    for _ in range(n):
+      f(x)
+    dispatch = blocked = (pc() - t0) / n * 1e6
+  else:
+    t0 = pc()
+    for _ in range(n):
+      y = f(x)
+    if block is None:
+      y.block_until_ready()
+    else:
+      block(y)
+    t1 = pc()
+    _waited_calls(f, x, n, block)
+    t2 = pc()
+    dispatch, blocked = (t1 - t0) / n * 1e6, (t2 - t1) / n * 1e6
+  return [metric(f"{key}.dispatch", dispatch_label, dispatch, "us"),
+          metric(f"{key}.blocked", blocked_label, blocked, "us")]
+
+
+def warm_call(ctx, f, x, block=None, calls=200):
+  """Compile `f` at `x` and let the allocator and caches settle (`calls` waited-for
+  calls), record the result's checksum; returns `(f, x)`, the state that
+  `call_latency_measure`'s `measure` takes. `block` as in `call_latency`."""
+  _waited_calls(f, x, calls, block)
+  ctx.check(f(x))
+  return f, x
+
+
+def call_latency_measure(key, dispatch_label, blocked_label, pytree=False):
+  """The `measure(ctx, state)` of a workload timing a cached call: state is `(f, x)`
+  and the figures are `call_latency`'s (a `pytree` result is waited for with
+  `ctx.block`)."""
+  def measure(ctx, state):
+    f, x = state
+    return call_latency(ctx, f, x, key, dispatch_label, blocked_label,
+                        block=ctx.block if pytree else None)
+  return measure

@@ -19,38 +19,11 @@ def setup(ctx):
     ctx.check(a + 1.0)
     return (lambda x: x + 1.0), a
   ctx.require("jax.jit", "jax.device_put")
-  f = ctx.jax.jit(lambda x: x + 1.0)
-  x = ctx.jax.device_put(a)
-  for _ in range(200):  # compile, then let allocator and caches settle
-    f(x).block_until_ready()
-  ctx.check(f(x))
-  return f, x
+  return H.warm_call(ctx, ctx.jax.jit(lambda x: x + 1.0), ctx.jax.device_put(a))
 
 
-def measure(ctx, state):
-  f, x = state
-  n = H.int_arg(ctx, "--calls", 200)
-  pc = H.perf_counter
-  if ctx.system == "numpy":
-    t0 = pc()
-    for _ in range(n):
-      y = f(x)
-    t1 = pc()
-    us = (t1 - t0) / n * 1e6
-    return [H.metric("jit_call.dispatch", "jit call f32[3], dispatch (not blocked)", us, "us"),
-            H.metric("jit_call.blocked", "jit call f32[3], blocked each call", us, "us")]
-  t0 = pc()
-  for _ in range(n):
-    y = f(x)
-  y.block_until_ready()
-  t1 = pc()
-  for _ in range(n):
-    f(x).block_until_ready()
-  t2 = pc()
-  return [H.metric("jit_call.dispatch", "jit call f32[3], dispatch (not blocked)",
-                   (t1 - t0) / n * 1e6, "us"),
-          H.metric("jit_call.blocked", "jit call f32[3], blocked each call",
-                   (t2 - t1) / n * 1e6, "us")]
+measure = H.call_latency_measure("jit_call", "jit call f32[3], dispatch (not blocked)",
+                                 "jit call f32[3], blocked each call")
 
 
 if __name__ == "__main__":

@@ -21,39 +21,12 @@ def setup(ctx):
     ctx.check(_fun(d))
     return _fun, d
   ctx.require("jax.jit", "jax.device_put")
-  f = ctx.jax.jit(_fun)
   d = {k: ctx.jax.device_put(v) for k, v in d.items()}
-  for _ in range(200):
-    ctx.block(f(d))
-  ctx.check(f(d))
-  return f, d
+  return H.warm_call(ctx, ctx.jax.jit(_fun), d, block=ctx.block)
 
 
-def measure(ctx, state):
-  f, d = state
-  n = H.int_arg(ctx, "--calls", 200)
-  pc = H.perf_counter
-  if ctx.system == "numpy":
-    t0 = pc()
-    for _ in range(n):
-      y = f(d)
-    t1 = pc()
-    us = (t1 - t0) / n * 1e6
-    return [H.metric("jit_pytree.dispatch", "jit call dict of 10 f32[3], dispatch", us, "us"),
-            H.metric("jit_pytree.blocked", "jit call dict of 10 f32[3], blocked", us, "us")]
-  block = ctx.block
-  t0 = pc()
-  for _ in range(n):
-    y = f(d)
-  block(y)
-  t1 = pc()
-  for _ in range(n):
-    block(f(d))
-  t2 = pc()
-  return [H.metric("jit_pytree.dispatch", "jit call dict of 10 f32[3], dispatch",
-                   (t1 - t0) / n * 1e6, "us"),
-          H.metric("jit_pytree.blocked", "jit call dict of 10 f32[3], blocked",
-                   (t2 - t1) / n * 1e6, "us")]
+measure = H.call_latency_measure("jit_pytree", "jit call dict of 10 f32[3], dispatch",
+                                 "jit call dict of 10 f32[3], blocked", pytree=True)
 
 
 if __name__ == "__main__":

@@ -24,37 +24,12 @@ def setup(ctx):
   ctx.require("jax.pmap", "jax.device_count")
   if ctx.jax.device_count() < 4:
     raise H.Skip(f"needs 4 devices, found {ctx.jax.device_count()}")
-  f = ctx.jax.pmap(lambda x: x * 2. + 1.)
   x = ctx.jax.pmap(lambda x: x)(a)      # resident shards, one per device
-  for _ in range(200):  # compile, then let allocator and caches settle
-    f(x).block_until_ready()
-  ctx.check(f(x))
-  return f, x
+  return H.warm_call(ctx, ctx.jax.pmap(lambda x: x * 2. + 1.), x)
 
 
-def measure(ctx, state):
-  f, x = state
-  n = H.int_arg(ctx, "--calls", 200)
-  pc = H.perf_counter
-  if ctx.system == "numpy":
-    t0 = pc()
-    for _ in range(n):
-      y = f(x)
-    us = (pc() - t0) / n * 1e6
-    return [H.metric("pmap_call.dispatch", "pmap call f32[4,3] on 4 devices, dispatch", us, "us"),
-            H.metric("pmap_call.blocked", "pmap call f32[4,3] on 4 devices, blocked", us, "us")]
-  t0 = pc()
-  for _ in range(n):
-    y = f(x)
-  y.block_until_ready()
-  t1 = pc()
-  for _ in range(n):
-    f(x).block_until_ready()
-  t2 = pc()
-  return [H.metric("pmap_call.dispatch", "pmap call f32[4,3] on 4 devices, dispatch",
-                   (t1 - t0) / n * 1e6, "us"),
-          H.metric("pmap_call.blocked", "pmap call f32[4,3] on 4 devices, blocked",
-                   (t2 - t1) / n * 1e6, "us")]
+measure = H.call_latency_measure("pmap_call", "pmap call f32[4,3] on 4 devices, dispatch",
+                                 "pmap call f32[4,3] on 4 devices, blocked")
 
 
 if __name__ == "__main__":

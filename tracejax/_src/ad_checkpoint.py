@@ -25,7 +25,7 @@ import types
 
 import numpy as np
 
-from tracejax._src import tree_util
+from tracejax._src import dtypes, traceback_util, tree_util
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
@@ -190,8 +190,11 @@ def _checkpoint_impl(*args, jaxpr, prevent_cse, differentiated, policy):
   # An input passed straight through, or a literal output, comes back as an Array too.
   # (A user-visible Array with the var's full aval: internal dispatch buffers are
   # internal arguments and carry only shape and dtype.)
-  return [x if isinstance(x, (Array, Tracer)) else
-          from_numpy(np.asarray(x, v.aval.dtype), weak_type=v.aval.weak_type)
+  # float0 outputs (tangents of integers) hold no data and stay host values: XLA
+  # has no float0 type.
+  return [x if isinstance(x, (Array, Tracer)) or not isinstance(v.aval.dtype, np.dtype)
+          else np.zeros(np.shape(x), dtypes.float0) if v.aval.dtype == dtypes.float0
+          else from_numpy(np.asarray(x, v.aval.dtype), weak_type=v.aval.weak_type)
           for x, v in zip(outs, jaxpr.outvars)]
 
 
@@ -525,6 +528,7 @@ def checkpoint(fun=None, concrete=False, *, prevent_cse=True, policy=None,
     raise TypeError(f"checkpoint: expected a callable as fun, got {fun!r}")
 
   @functools.wraps(fun)
+  @traceback_util.api_boundary
   def fun_remat(*args, **kwargs):
     nargs = len(args)
     for d in static_argnums:

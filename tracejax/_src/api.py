@@ -19,28 +19,94 @@ from tracejax._src.runtime import backend
 from tracejax._src.runtime.array import Array
 
 
+def _struct_dtype(dtype):
+  """`np.dtype(dtype)`, or the extended dtype itself (typed keys: `key<fry>`)."""
+  if not isinstance(dtype, (np.dtype, str, type)) and dtypes._extended_type_of(dtype):
+    return dtype
+  return np.dtype(dtype)
+
+
 class ShapeDtypeStruct:
   """A shape and a dtype: an abstract stand-in for an array argument (and what
-  `eval_shape` returns).
+  `eval_shape` returns). Immutable; `update` makes a changed copy.
 
   Args:
     shape: a sequence of ints.
-    dtype: anything `np.dtype` accepts.
+    dtype: anything `np.dtype` accepts (required).
+    sharding: optional; a `Sharding`, or a `PartitionSpec` that `.sharding` resolves
+      against the mesh current when it is read (`with mesh:` / `set_mesh`).
     weak_type: whether it stands for a weakly typed value (a Python scalar).
 
   >>> s = ShapeDtypeStruct((2, 3), np.float32)
   >>> s.shape, s.dtype, s.ndim, s.size, len(s)
   ((2, 3), dtype('float32'), 2, 6, 2)
+  >>> s.update(weak_type=True)
+  ShapeDtypeStruct(shape=(2, 3), dtype=float32, weak_type=True)
   """
-  __slots__ = ("shape", "dtype", "weak_type")
+  __slots__ = ("shape", "dtype", "weak_type", "_sharding")
 
-  def __init__(self, shape, dtype, weak_type=False):
+  def __init__(self, shape, dtype, *, sharding=None, weak_type=False):
+    if dtype is None:
+      raise ValueError("ShapeDtypeStruct: dtype must be specified.")
     if isinstance(shape, (int, np.integer)):
       shape = (shape,)
-    self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
+    if sharding is not None:
+      from tracejax._src.runtime import sharding as sharding_mod  # only when one is given
+      if not isinstance(sharding, (sharding_mod.Sharding, sharding_mod.PartitionSpec)):
+        raise ValueError(
+            "sharding should be an instance of `jax.sharding.Sharding` or "
+            f"`jax.sharding.PartitionSpec`. Got {sharding!r} of type {type(sharding)}.")
+    init = object.__setattr__  # __setattr__ refuses: the struct is immutable (and hashable)
+    init(self, "shape", tuple(shape))
+    init(self, "dtype", _struct_dtype(dtype))
+    init(self, "weak_type", bool(weak_type))
+    init(self, "_sharding", sharding)
 
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+  @property
+  def sharding(self):
+    """The sharding given (None if none); a PartitionSpec becomes a NamedSharding over
+    the current mesh."""
+    from tracejax._src.runtime import sharding as sharding_mod
+    s = self._sharding
+    if isinstance(s, sharding_mod.PartitionSpec):
+      mesh = sharding_mod.current_mesh()
+      if mesh is None:
+        raise TypeError("When specifying PartitionSpec to `ShapeDtypeStruct`, the context "
+                        "mesh cannot be empty. Please use `jax.set_mesh` to set the mesh "
+                        "context.")
+      return sharding_mod.NamedSharding(mesh, s)
+    return s
+
+  def update(self, **kwargs):
+    """A copy with some of `shape`, `dtype`, `sharding`, `weak_type` replaced.
+
+    >>> ShapeDtypeStruct((2,), np.float32).update(shape=(3,), dtype=np.int32)
+    ShapeDtypeStruct(shape=(3,), dtype=int32)
+    """
+    fields = {"shape": self.shape, "dtype": self.dtype, "sharding": self._sharding,
+              "weak_type": self.weak_type}
+    unknown = sorted(set(kwargs) - set(fields))
+    if unknown:
+      raise TypeError(f"ShapeDtypeStruct.update got unexpected keyword arguments {unknown}; "
+                      f"it takes {sorted(fields)}.")
+    fields.update(kwargs)
+    shape, dtype = fields.pop("shape"), fields.pop("dtype")
+    return ShapeDtypeStruct(shape, dtype, **fields)
+
+  def __setattr__(self, name, value):
+    raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable ShapeDtypeStruct "
+                       "objects")
+
+  def __delattr__(self, name):
+    raise RuntimeError(f"Cannot delete attributes ({name}) of immutable ShapeDtypeStruct "
+                       "objects")
+
+  def __reduce__(self):  # the default would restore the slots through __setattr__
+    return _rebuild_shape_dtype_struct, (self.shape, self.dtype, self._sharding,
+                                         self.weak_type)
 
   def __len__(self):
     if not self.shape:
@@ -48,18 +114,26 @@ class ShapeDtypeStruct:
     return self.shape[0]
 
   def __repr__(self):
-    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+    sh = "" if self._sharding is None else f", sharding={self.sharding}"
+    wt = ", weak_type=True" if self.weak_type else ""
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sh}{wt})"
 
   def __eq__(self, other):
     return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-            and self.dtype == other.dtype)
+            and self.dtype == other.dtype and self._sharding == other._sharding
+            and self.weak_type == other.weak_type)
 
   def __hash__(self):
-    return hash((self.shape, self.dtype))
+    return hash((self.shape, self.dtype, self._sharding, self.weak_type))
+
+
+def _rebuild_shape_dtype_struct(shape, dtype, sharding, weak_type):
+  return ShapeDtypeStruct(shape, dtype, sharding=sharding, weak_type=weak_type)
 
 
 avals_mod.pytype_aval_mappings[ShapeDtypeStruct] = (
-    lambda x: avals_mod.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type))
+    lambda x: avals_mod.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype, True),
+                                    x.weak_type))
 
 
 def _abstractify(x):
@@ -95,7 +169,8 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     jaxpr, consts = staging.trace_to_jaxpr(flat_fun, [_abstractify(x) for x in leaves])
     closed = ir.ClosedJaxpr(jaxpr, consts)
     if return_shape:
-      shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
+      shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, weak_type=v.aval.weak_type)
+                for v in jaxpr.outvars]
       return closed, tree_util.tree_unflatten(out_tree_store[0], shapes)
     return closed
 
@@ -118,7 +193,8 @@ def eval_shape(fun, *args, **kwargs):
   jaxpr, _ = staging.trace_to_jaxpr(flat_fun, [_abstractify(x) for x in leaves])
   return tree_util.tree_unflatten(
       out_tree_store[0],
-      [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, v.aval.weak_type) for v in jaxpr.outvars])
+      [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, weak_type=v.aval.weak_type)
+       for v in jaxpr.outvars])
 
 
 # ---- devices and transfers ----
@@ -246,6 +322,12 @@ def device_put(x, device=None):
   """
   from tracejax._src.runtime import sharding as sharding_mod
   from tracejax._src.runtime.array import from_numpy
+  if isinstance(device, sharding_mod.PartitionSpec):   # a spec of the `jax.set_mesh` mesh
+    mesh = sharding_mod.current_mesh()
+    if mesh is None:
+      raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed "
+                       "to device_put")
+    device = sharding_mod.NamedSharding(mesh, device)
   if device is not None and not isinstance(device, (backend._jax.Device,
                                                     sharding_mod.Sharding)):
     raise TypeError(f"device_put device must be a Device or a Sharding, got {device!r}")
@@ -257,6 +339,8 @@ def device_put(x, device=None):
     if isinstance(leaf, Tracer):
       return leaf
     aval = avals_mod.get_aval(api_util.check_array_dtype(leaf))
+    if not isinstance(aval.dtype, np.dtype):  # key arrays (prng.py) move their data
+      return aval.dtype.wrap(put(aval.dtype.physical_value(leaf)))
     if isinstance(target, sharding_mod.PmapSharding):
       return sharding_mod.shard_to_devices(leaf, aval, target._devices, True)
     if sharding_mod.is_spmd_sharding(target):  # NamedSharding: one block per device
@@ -497,7 +581,8 @@ def _check_input_dtype_grad(holomorphic, allow_int, x, argnum, name="grad"):
     if not dtypes.issubdtype(dt, np.complexfloating):
       raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
                       f"but got {dt.name}.")
-  if (dtypes.issubdtype(dt, np.integer) or dt == np.bool_) and not allow_int:
+  if (dtypes.issubdtype(dt, np.integer) or dt == np.bool_
+      or dtypes.issubdtype(dt, dtypes.extended)) and not allow_int:  # (keys: extended)
     raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
                     f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
                     "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
@@ -687,6 +772,12 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
     def arrange(jl, yl):
       yshape = np.shape(yl)
+      if getattr(jl, "dtype", None) == dtypes.float0 and dtypes.dtype(yl) == dtypes.float0:
+        # A float0 output (say a jvp's tangent of an integer): a float0 Jacobian, built
+        # on the host, since XLA has no float0 type (JAX returns the same).
+        parts = [np.zeros(tuple(yshape) + tuple(shp), dtypes.float0) for shp in in_shapes]
+        per = tree_util.tree_unflatten(tree, parts)
+        return per[0] if isinstance(argnums, int) else per
       if getattr(jl, "dtype", None) == dtypes.float0:
         # An integer output's tangents are float0 (no data, never sent to XLA); its
         # Jacobian is zeros of the output's dtype, as JAX returns.

@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from tracejax._src import dtypes, tree_util, util
+from tracejax._src import dtypes, traceback_util, tree_util, util
 from tracejax._src.core import avals as avals_mod
 from tracejax._src.core import ir
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
@@ -196,6 +196,7 @@ class custom_jvp:
       return primal_out, tangent_out
     self.defjvp(jvp)
 
+  @traceback_util.api_boundary
   def __call__(self, *args, **kwargs):
     if self.jvp is None:
       raise AttributeError(f"No JVP defined for custom_jvp function {util.fun_name(self.fun)} "
@@ -425,6 +426,7 @@ class custom_vjp:
   def defvjp(self, fwd, bwd, symbolic_zeros=False):
     self.fwd, self.bwd = fwd, bwd
 
+  @traceback_util.api_boundary
   def __call__(self, *args, **kwargs):
     if self.fwd is None:
       raise AttributeError(f"No VJP defined for custom_vjp function {util.fun_name(self.fun)} "

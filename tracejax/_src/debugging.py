@@ -364,3 +364,217 @@ class _Abstract:
   def __repr__(self):
     return f"<traced {self.aval.str_short()}>"
 
+
+
+# ---- jax.debug.visualize_array_sharding / inspect_array_sharding ----
+#
+# JAX draws the table with `rich` (a dependency tracejax does not take for one debugging
+# aid). When `rich` cannot color the output (not a terminal, or no matplotlib), JAX draws
+# a table with square box lines; tracejax draws that same table itself, character for
+# character: the sizes of the blocks follow JAX's (10 lines for the whole array's height,
+# 2.5 characters of width per line of height, cells at least `min_width` wide), the
+# device ids centred in their block.
+
+def _chunk_index(size, s):
+  """Which block of an axis of `size` the slice `s` is."""
+  start = 0 if s.start is None else s.start
+  stop = size if s.stop is None else s.stop
+  return 0 if stop - start in (0, size) else start // (stop - start), stop - start
+
+
+def _sharding_blocks(shape, sharding):
+  """{(row, col): set of device ids}, and the fraction of the array's height and width
+  that each row and column covers (heights None for 1-d arrays)."""
+  blocks, heights, widths = {}, {}, {}
+  for dev, idx in sharding.devices_indices_map(tuple(shape)).items():
+    idx = tuple(idx) + (slice(None),) * (len(shape) - len(idx))
+    if len(shape) == 2:
+      (r, h), (c, w) = _chunk_index(shape[0], idx[0]), _chunk_index(shape[1], idx[1])
+      heights[r], widths[c] = h / shape[0], w / shape[1]
+    else:
+      r, (c, w) = 0, _chunk_index(shape[0], idx[0])
+      heights[r], widths[c] = None, w / shape[0]
+    blocks.setdefault((r, c), set()).add(dev.id)
+  return blocks, heights, widths
+
+
+def _center(text, width):
+  left = (width - len(text)) // 2
+  return " " * left + text + " " * (width - len(text) - left)
+
+
+def render_sharding(shape, sharding, *, scale=1., min_width=9, max_width=80):
+  """The text table `visualize_sharding` prints: one box per block of the array, naming
+  the devices that hold it (`CPU 0,4` for a block on devices 0 and 4).
+
+  Args:
+    shape: the array's shape (1 or 2 dimensions).
+    sharding: its `Sharding`.
+    scale: the table's size relative to the default (10 lines high).
+    min_width, max_width: bounds on a cell's width in characters.
+
+  Returns:
+    The table as a string (lines joined by newlines, no trailing newline).
+
+  >>> print(render_sharding((8,), jax.devices()[0] and SingleDeviceSharding(jax.devices()[0])))  # doctest: +SKIP
+  ┌───────┐
+  │ CPU 0 │
+  └───────┘
+  """
+  shape = tuple(int(d) for d in shape)
+  if len(shape) not in (1, 2):
+    raise ValueError("`visualize_sharding` only works for shapes with 1 and 2 dimensions.")
+  base_height = int(10 * scale)
+  base_width = int(base_height * (shape[1] if len(shape) == 2 else 1) / shape[0])
+  kind = next(iter(sharding.device_set)).platform.upper()
+  blocks, heights, widths = _sharding_blocks(shape, sharding)
+  rows, cols = max(r for r, _ in blocks) + 1, max(c for _, c in blocks) + 1
+  # Each cell: its text and padding (top, right, bottom, left), as JAX computes them.
+  cells = {}
+  for (r, c), ids in blocks.items():
+    text = f"{kind} " + ",".join(str(i) for i in sorted(ids))
+    width = min(max(int(widths[c] * base_width * 2.5), min_width), max_width)
+    height = 1 if heights[r] is None else int(heights[r] * base_height)
+    left, rem = divmod(width - len(text) - 2, 2)
+    top, rem_v = divmod(height - 2, 2)
+    cells[r, c] = (text, max(top, 0), max(left + rem, 0), max(top + rem_v, 0), max(left, 0))
+  col_w = [max(len(cells[r, c][0]) + cells[r, c][2] + cells[r, c][4] for r in range(rows))
+           for c in range(cols)]
+  row_h = [max(1 + cells[r, c][1] + cells[r, c][3] for c in range(cols)) for r in range(rows)]
+  rule = lambda a, m, b: a + m.join("─" * w for w in col_w) + b
+  out = [rule("┌", "┬", "┐")]
+  for r in range(rows):
+    if r:
+      out.append(rule("├", "┼", "┤"))
+    for line in range(row_h[r]):
+      parts = []
+      for c in range(cols):
+        text, top, right, bottom, left = cells[r, c]
+        if line == top:   # the text, centred in what its padding leaves of the column
+          inner = col_w[c] - left - right
+          parts.append(" " * left + _center(text, inner) + " " * right)
+        else:
+          parts.append(" " * col_w[c])
+      out.append("│" + "│".join(parts) + "│")
+  out.append(rule("└", "┴", "┘"))
+  return "\n".join(out)
+
+
+def visualize_sharding(shape, sharding, *, use_color=True, scale=1., min_width=9,
+                       max_width=80, color_map=None):
+  """Print a table of which devices hold which block of an array of `shape` laid out by
+  `sharding` (1-d and 2-d shapes).
+
+  Args:
+    shape: the shape.
+    sharding: the `Sharding`.
+    use_color, color_map: accepted for compatibility (the table is drawn with box lines,
+      as JAX draws it without color).
+    scale: the size relative to the default.
+    min_width, max_width: bounds on a cell's width.
+
+  >>> visualize_sharding((8,), SingleDeviceSharding(jax.devices()[0]))   # doctest: +SKIP
+  """
+  print(render_sharding(shape, sharding, scale=scale, min_width=min_width,
+                        max_width=max_width))
+
+
+def visualize_array_sharding(arr, **kwargs):
+  """Print a table of which devices hold which block of the 1-d or 2-d array `arr`
+  (`jax.debug.visualize_array_sharding`).
+
+  Args:
+    arr: an Array (not a tracer: under `jit`, use `inspect_array_sharding`).
+    **kwargs: as for `visualize_sharding` (`scale`, `min_width`, `max_width`, ...).
+
+  >>> x = jax.device_put(np.arange(8.), NamedSharding(mesh, P('x')))   # doctest: +SKIP
+  >>> jax.debug.visualize_array_sharding(x)                             # doctest: +SKIP
+  ┌───────────┬───────────┐
+  │CPU 0,1,2,3│CPU 4,5,6,7│
+  └───────────┴───────────┘
+  """
+  if isinstance(arr, Tracer):
+    raise TypeError("visualize_array_sharding needs a concrete Array; inside `jit` use "
+                    "jax.debug.inspect_array_sharding(x, callback=...)")
+  sharding = getattr(arr, "sharding", None)
+  if sharding is None:
+    raise TypeError(f"visualize_array_sharding needs an Array, got {type(arr).__name__}")
+  visualize_sharding(arr.shape, sharding, **kwargs)
+
+
+def inspect_array_sharding(value, *, callback):
+  """Call `callback(sharding)` for each array in the pytree `value`, with the sharding it
+  has: eagerly, the Array's; under `jit`, the sharding of its type on a mesh with Explicit
+  axes, else the layout the program gives it (a program on one device: replicated
+  there), reported when the program is lowered.
+
+  Args:
+    value: a pytree of arrays or tracers.
+    callback: a function of one `Sharding`.
+
+  >>> @jax.jit
+  ... def f(x):
+  ...   jax.debug.inspect_array_sharding(x, callback=print)
+  ...   return x * 2
+  >>> _ = f(np.ones(4))            # doctest: +SKIP
+  GSPMDSharding({replicated}, memory_kind=device)
+  """
+  if not callable(callback):
+    raise TypeError(f"inspect_array_sharding callback must be callable, got {callback!r}")
+  for leaf in tree_util.tree_leaves(value):
+    _inspect_leaf(leaf, callback)
+
+
+def _inspect_leaf(leaf, callback):
+  from tracejax._src.runtime import sharding as sharding_mod
+  if not isinstance(leaf, Tracer):
+    s = getattr(leaf, "sharding", None)
+    if s is None:
+      raise TypeError(f"inspect_array_sharding needs arrays, got {type(leaf).__name__}")
+    callback(s)
+    return
+  typer = sharding_mod.aval_typer
+  aval = leaf.aval
+  if typer is not None:
+    from tracejax._src import sharding_explicit
+    s = sharding_explicit.out_sharding_of(aval)
+    if s is not None:
+      callback(s)
+      return
+  _inspect_p().bind(leaf, callback=callback)
+
+
+def _inspect_lowering(ctx, x, *, callback):
+  from tracejax._src.interpreters import pxla
+  from tracejax._src.runtime import backend, sharding as sharding_mod
+  if pxla.lowering_partitions() > 1:
+    # XLA's partitioner picks this value's layout after lowering, and tracejax does not
+    # read the propagated layouts back (unfinished); on Explicit mesh axes the type
+    # says it (handled before binding).
+    raise NotImplementedError(
+        "inspect_array_sharding of a value whose layout XLA's partitioner chooses (mesh "
+        "axes that are not Explicit) is not supported by tracejax; make the mesh's axes "
+        "Explicit (jax.make_mesh's default) so that the sharding is part of the type")
+  # One device runs the whole program: the value is all there.
+  callback(sharding_mod.GSPMDSharding((backend.default_device(),),
+                                      sharding_mod.xc.HloSharding.replicate()))
+  return []
+
+
+_inspect_prim = []
+
+
+def _inspect_p():
+  """The `inspect_sharding` primitive (made on first use: its rules live in layers this
+  module does not import at load). An effect, so that `jit` keeps it."""
+  if not _inspect_prim:
+    from tracejax._src.core.trace import Primitive
+    from tracejax._src.interpreters import lowering, staging
+    p = Primitive("inspect_sharding")
+    p.multiple_results = True
+    p.def_impl(lambda x, *, callback: (callback(x.sharding), [])[1])
+    p.def_abstract_eval(lambda aval, *, callback: [])
+    lowering.register_lowering(p, _inspect_lowering)
+    staging.effectful_primitives.add(p)
+    _inspect_prim.append(p)
+  return _inspect_prim[0]

@@ -54,6 +54,8 @@ def to_buffer(x, aval, device=None):
     return x
   if isinstance(x, Tracer):
     raise errors.UnexpectedTracerError(x)
+  if not isinstance(aval.dtype, np.dtype):  # a key array (extended dtype): its data
+    return to_buffer(aval.dtype.physical_value(x), aval.dtype.physical_aval(aval), device)
   if not aval.shape:  # small constants recur (1.0, 0, -inf): keep their buffers
     key = (aval.dtype, np.asarray(x, aval.dtype).tobytes(), device)
     buf = _scalar_bufs.get(key)

@@ -491,10 +491,13 @@ def _make_lub_table():
         stack.extend(_lattice[m])
     upper[n] = seen
   table = {}
+  by_id = {id(n): n for n in nodes}
   for a in nodes:
     for b in nodes:
       common = upper[a] & upper[b]
-      least = [n for n in nodes if id(n) in common and upper[n] == common]
+      # the common upper bound whose own upper set is all of them (upper[n] is a
+      # subset of `common` for each n in it: equal sizes mean equal sets)
+      least = [by_id[i] for i in common if len(upper[by_id[i]]) == len(common)]
       assert len(least) == 1, (a, b)  # the graph really is a lattice
       table[(a, b)] = least[0]
   return table

@@ -269,7 +269,7 @@ def _lower_closed(closed, name, platform):
   mctx = mlir.ModuleContext(platform, f"jit_{name}")
   with backend.make_ir_context(), ir.Location.unknown():
     module = ir.Module.create()
-    module.operation.attributes["sym_name"] = ir.StringAttr.get(mlir._sanitize(f"jit_{name}"))
+    module.operation.attributes["sym_name"] = ir.StringAttr.get(mlir.module_name(f"jit_{name}"))
     in_types = [mlir.aval_to_ir_type(v.aval) for v in jaxpr.invars]
     out_types = [mlir.aval_to_ir_type(v.aval) for v in jaxpr.outvars]
     with ir.InsertionPoint(module.body):

@@ -29,7 +29,6 @@ ALIASES = {
     "jax._src.lax.lax": "tracejax.lax",                        # one module in JAX, families here
     "jax._src.lax.control_flow": "tracejax._src.control_flow",
     "jax._src.numpy.lax_numpy": "tracejax.numpy",
-    "jax._src.prng": "tracejax._src.random",
 }
 
 

@@ -15,6 +15,7 @@ compile logging are `stages.py`; this module constructs them.
 import collections
 import functools
 import inspect
+import sys
 import time
 import warnings
 import weakref
@@ -30,10 +31,26 @@ from tracejax._src.core import trace as _trace_mod
 from tracejax._src.core.trace import Primitive, Tracer, current_trace, eval_trace
 from tracejax._src.core.trace import _ctx as _trace_ctx
 from tracejax._src import dispatch, stages
-from tracejax._src.interpreters import lowering, pxla, staging
+from tracejax._src.interpreters import lowering, staging
 from tracejax._src.runtime import backend
 from tracejax._src.runtime import sharding
 from tracejax._src.runtime.array import Array
+
+# interpreters/pxla.py (SPMD programs, shard_map, sharding constraints, pmap: with
+# lax/parallel.py a tenth of the code `import tracejax.numpy` would load) is imported
+# when first needed. Until it is, no jaxpr can hold its primitives and no cache its
+# StagedSpmd entries, so the checks below skip it then.
+_PXLA = "tracejax._src.interpreters.pxla"
+
+
+def _pxla():
+  from tracejax._src.interpreters import pxla
+  return pxla
+
+
+def _is_staged_spmd(e):
+  pxla = sys.modules.get(_PXLA)
+  return pxla is not None and type(e) is pxla.StagedSpmd
 
 
 # ---- the xla_call primitive (a nested jit inside a traced function) ----
@@ -195,7 +212,11 @@ def _static_key(value, where, fun):
 # ---- the jitted function ----
 
 class _Entry:
-  __slots__ = ("exe", "out_avals", "out_tree", "const_bufs", "jaxpr", "consts", "float0_outs")
+  __slots__ = ("exe", "out_avals", "out_tree", "const_bufs", "jaxpr", "consts", "float0_outs",
+               "extended")
+
+  def __init__(self):
+    self.extended = False  # key-array (extended dtype) inputs: no C++ fast path
 
 
 def _arg_aval(x, fun, path):
@@ -230,6 +251,9 @@ def _cache_for(fun, options):
   return per_fun.setdefault(options, {})
 
 
+_UNKNOWN = object()  # Jitted._signature not computed yet
+
+
 class Jitted:
   """The Python side of a jitted function: tracing, compiling and every slow path.
 
@@ -249,20 +273,30 @@ class Jitted:
     self.static_argnames = tuple(static_argnames)
     self.donate_argnums = _normalize_argnums(donate_argnums, "donate_argnums")
     self.device, self.backend, self.inline = device, backend, inline
-    self._shardings = pxla.spmd_options(in_shardings, out_shardings)
+    self._shardings = None if in_shardings is None and out_shardings is None else \
+        _pxla().spmd_options(in_shardings, out_shardings)
     self.options = (self.static_argnums, self.static_argnames, self.donate_argnums,
                     device, backend, inline) + \
         ((self._shardings[:2],) if self._shardings else ())
     self._cache = _cache_for(fun, self.options)
     self._name = util.fun_name(fun)
-    try:
-      self._sig = inspect.signature(fun)
-    except (TypeError, ValueError):
-      self._sig = None
-    if self._sig is not None:
+    self._signature = _UNKNOWN
+    if (self.static_argnums or self.static_argnames or self.donate_argnums) and \
+        self._sig is not None:  # (with none of them there is nothing to check)
       _check_argnums_against_signature(self._sig, self.static_argnums, self.static_argnames,
                                        self.donate_argnums)
     functools.update_wrapper(self, fun, updated=())
+
+  @property
+  def _sig(self):
+    """`inspect.signature(fun)`, or None; computed when first needed (static and donated
+    arguments, error messages), as jax.numpy makes ~100 jitted functions at import."""
+    if self._signature is _UNKNOWN:
+      try:
+        self._signature = inspect.signature(self.fun)
+      except (TypeError, ValueError):
+        self._signature = None
+    return self._signature
 
   def __get__(self, obj, objtype=None):
     if obj is None:
@@ -363,9 +397,11 @@ class Jitted:
       jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)
     e = _Entry()
     e.jaxpr, e.consts, e.out_tree = jaxpr, consts, out_tree
+    e.extended = not all(isinstance(a.dtype, np.dtype) for a in in_avals)
     if any(isinstance(c, Tracer) for c in consts):
       return e  # closes over an outer trace's values: goes through xla_call
-    mesh = pxla.staged_mesh(jaxpr) if placed is None else None
+    pxla = sys.modules.get(_PXLA)
+    mesh = pxla.staged_mesh(jaxpr) if placed is None and pxla is not None else None
     if mesh is not None:  # shard_map/sharding constraints over a mesh: an SPMD program
       e = self._cache[key] = pxla.StagedSpmd(jaxpr, consts, out_tree, mesh)
       return e
@@ -393,7 +429,8 @@ class Jitted:
     """Called by the C++ dispatcher: (output, fast-path data or None, False)."""
     out, e, n_leaves = self._call_python(args, kwargs)
     fastpath = None
-    if e is not None and not (config.jax_debug_nans or config.jax_debug_infs):
+    if e is not None and not (config.jax_debug_nans or config.jax_debug_infs
+                              or getattr(e, "extended", False)):
       out_treedef = backend.pytree_registry.flatten(out)[1]
       spmd = getattr(e, "spmd_fastpath", None)   # an SPMD entry (interpreters/pxla.py)
       fastpath = spmd(out_treedef) if spmd is not None else \
@@ -416,7 +453,7 @@ class Jitted:
     key = (in_tree, skey, in_avals, tuple([getattr(config, f) for f in _TRACE_FLAGS]))
     if self._shardings is not None or sharding.spmd_arrays(leaves):
       # Shardings asked for, or arguments laid out over a mesh: one SPMD program.
-      out, e = pxla.call_spmd(self, leaves, in_tree, in_avals, key, svals, dyn, dkw)
+      out, e = _pxla().call_spmd(self, leaves, in_tree, in_avals, key, svals, dyn, dkw)
       return out, e, len(leaves)
     placed = None
     if self.device is not None or self.backend is not None or \
@@ -430,10 +467,10 @@ class Jitted:
       if config.jax_explain_cache_misses:
         self._explain_miss(key, args, dyn, dkw, svals)
       e = self._compile(key, in_tree, in_avals, svals, dyn, dkw, placed)
-      if not hasattr(e, "exe") and type(e) is not pxla.StagedSpmd:
+      if not hasattr(e, "exe") and not _is_staged_spmd(e):
         return self._call_traced(leaves, in_tree, skey, svals, e), None, 0
-    if type(e) is pxla.StagedSpmd:  # shard_map/sharding constraints inside: SPMD (pxla.py)
-      out, e = pxla.call_spmd(self, leaves, in_tree, in_avals, key, svals, dyn, dkw, e)
+    if _is_staged_spmd(e):  # shard_map/sharding constraints inside: SPMD (pxla.py)
+      out, e = _pxla().call_spmd(self, leaves, in_tree, in_avals, key, svals, dyn, dkw, e)
       return out, e, len(leaves)
     if placed is not None:
       bufs = e.const_bufs + [sharding.on_device(x, a, placed[0], dispatch.to_buffer)
@@ -527,7 +564,10 @@ class Jitted:
     info = stages._StageInfo(self._name, in_tree, out_tree, in_avals,
                              [v.aval for v in jaxpr.outvars], self._donated(dyn, dkw), names,
                              self.donate_argnums)
-    return stages.Traced(ir.ClosedJaxpr(jaxpr, consts), info)
+    # A sharded signature lowers to the SPMD program its call compiles (pxla.py).
+    spmd = None if self.inline or any(isinstance(c, Tracer) for c in consts) else \
+        _pxla().stage_spmd(self, leaves, in_avals, dyn, dkw, jaxpr, out_tree)
+    return stages.Traced(ir.ClosedJaxpr(jaxpr, consts), info, spmd)
 
   @traceback_util.api_boundary
   def lower(self, *args, **kwargs):
@@ -565,6 +605,8 @@ def _private_buffer(x, aval):
   """A fresh device buffer for a non-Array argument of a function with donation:
   `dispatch.to_buffer` shares the buffers of small constants between calls, and
   donating one would delete it for every later user."""
+  if not isinstance(aval.dtype, np.dtype):  # a key array: a fresh copy of its data
+    return _private_buffer(aval.dtype.physical_value(x), aval.dtype.physical_aval(aval))
   return backend.device_put(np.asarray(x, aval.dtype))
 
 
@@ -694,9 +736,11 @@ def inline_jit(fun=None, *, static_argnames=()):
   """
   if fun is None:
     return functools.partial(inline_jit, static_argnames=static_argnames)
-  params = list(inspect.signature(fun).parameters.values())
-  argnums = tuple(i for i, p in enumerate(params) if p.name in static_argnames and
-                  p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+  argnums = ()
+  if static_argnames:
+    params = list(inspect.signature(fun).parameters.values())
+    argnums = tuple(i for i, p in enumerate(params) if p.name in static_argnames and
+                    p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
   jitted = Jitted(fun, argnums, static_argnames, inline=True)
   return _cpp_jit(jitted, argnums, static_argnames)
 

@@ -34,11 +34,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from tracejax._src import dtypes
-from tracejax._src import tree_util
 from tracejax._src.config import config
 from tracejax._src.core.avals import canonicalize_shape, get_aval
-from tracejax._src.core.trace import Primitive, concrete_or_error
+from tracejax._src.core.trace import Primitive, Tracer, concrete_or_error
 from tracejax._src.jit import jit
+from tracejax._src import prng as _keys
 from tracejax._src.lax import elementwise as _lax_elementwise
 from tracejax._src.lax import special as _lax_special
 from tracejax._src.lax import misc as _lax_misc
@@ -55,7 +55,6 @@ from tracejax._src.numpy import reductions as _jnp_reductions
 from tracejax._src.numpy import shape_ops as _jnp_shape_ops
 from tracejax._src.numpy import ufuncs as _jnp_ufuncs
 from tracejax._src.numpy import util as _jnp_util
-from tracejax._src.runtime.array import PublicArray as _PublicArray
 
 
 def _namespace(name, *modules):
@@ -124,105 +123,12 @@ def _jit(static_argnums=(), static_argnames=()):
 # Keys
 # =============================================================================
 
-class KeyTy:
-  """The dtype of typed key arrays: prints as `key<fry>` (threefry2x32)."""
-  name = "key<fry>"
-  itemsize = 8
-  kind = "V"
-  _impl_name = "threefry2x32"
-
-  def __repr__(self):
-    return self.name
-
-  __str__ = __repr__
-
-  def __eq__(self, other):
-    return isinstance(other, KeyTy) or other == self.name
-
-  def __hash__(self):
-    return hash(self.name)
-
-
-_key_dtype = KeyTy()
-
-
-class PRNGKeyArray:
-  """An array of typed PRNG keys (`jax.random.key`): shape `s` over uint32 data of
-  shape `s + (2,)`.
-
-  A pytree with the data as its one leaf, so it passes through `jit`, and `vmap`
-  maps over the key axes (the trailing word axis is always last).
-  """
-  __slots__ = ("_base_array",)
-
-  def __init__(self, base_array):
-    self._base_array = base_array
-
-  shape = property(lambda self: tuple(np.shape(self._base_array))[:-1])
-  ndim = property(lambda self: len(self.shape))
-  size = property(lambda self: math.prod(self.shape))
-  dtype = property(lambda self: _key_dtype)
-  itemsize = property(lambda self: _key_dtype.itemsize)
-
-  def __len__(self):
-    if not self.shape:
-      raise TypeError("len() of unsized object")
-    return self.shape[0]
-
-  def __iter__(self):
-    if not self.shape:
-      raise TypeError("iteration over a 0-d key array")
-    return (PRNGKeyArray(self._base_array[i]) for i in range(self.shape[0]))
-
-  def __getitem__(self, idx):
-    idx = idx if isinstance(idx, tuple) else (idx,)
-    # The trailing slice keeps the word axis when `idx` holds an Ellipsis.
-    return PRNGKeyArray(self._base_array[idx + (slice(None),)])
-
-  def reshape(self, *shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-      shape = tuple(shape[0])
-    return PRNGKeyArray(jnp.reshape(self._base_array, (*shape, 2)))
-
-  def ravel(self):
-    return self.reshape(-1)
-
-  flatten = ravel
-
-  @property
-  def T(self):
-    perm = tuple(reversed(range(self.ndim))) + (self.ndim,)
-    return PRNGKeyArray(jnp.transpose(self._base_array, perm))
-
-  def block_until_ready(self):
-    self._base_array.block_until_ready()
-    return self
-
-  def __eq__(self, other):
-    if not isinstance(other, PRNGKeyArray):
-      return NotImplemented
-    return jnp.all(self._base_array == other._base_array, axis=-1)
-
-  def __ne__(self, other):
-    if not isinstance(other, PRNGKeyArray):
-      return NotImplemented
-    return jnp.any(self._base_array != other._base_array, axis=-1)
-
-  __hash__ = None
-
-  def __repr__(self):
-    return f"Array({self.shape}, dtype={_key_dtype}) overlaying:\n{self._base_array}"
-
-
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
-                               lambda _, children: PRNGKeyArray(children[0]))
-
+# The key dtype, key arrays and their wrap/unwrap primitives live in prng.py: keys
+# are array leaves of the extended dtype `key<fry>` (see its docstring).
+KeyTy = _keys.KeyTy
+PRNGKeyArray = _keys.PRNGKeyArray
 KeyArray = PRNGKeyArray  # the name of the 2022 API
-
-# `isinstance(jax.random.key(0), jax.Array)` holds in JAX (key arrays are arrays of an
-# extended dtype); the public Array type is an ABC that device arrays and tracers are
-# registered with.
-_PublicArray.register(PRNGKeyArray)
+_key_dtype = _keys.key_dtype()
 
 
 def default_prng_impl():
@@ -231,37 +137,25 @@ def default_prng_impl():
 
 
 def key_dtype(impl=None):
-  """The dtype of typed keys (`key<fry>`)."""
-  _check_impl(impl)
-  return _key_dtype
+  """The dtype of typed keys (`key<fry>`).
+
+  >>> key_dtype()
+  key<fry>
+  """
+  return _keys.key_dtype(impl)
 
 
 def _check_impl(impl):
-  if impl not in (None, "threefry2x32", _key_dtype):
-    raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
-                     '"threefry2x32"?')
+  _keys.key_dtype(impl)
 
 
-def _check_key_data(data):
-  for attr in ("ndim", "shape", "dtype"):
-    if not hasattr(data, attr):
-      raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have "
-                      f"ndim, shape, and dtype attributes. Got {data}")
-  if data.ndim < 1:
-    raise TypeError("JAX encountered invalid PRNG key data: expected key_data.ndim >= 1; "
-                    f"got ndim={data.ndim}")
-  if tuple(data.shape[-1:]) != (2,):
-    raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to "
-                    f"end with (2,); got shape={tuple(data.shape)} for impl=threefry2x32")
-  if data.dtype != np.uint32:
-    raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = "
-                    f"uint32; got dtype={data.dtype}")
+_check_key_data = _keys._check_key_data
 
 
 def _check_prng_key(name, key, allow_batched=False):
   """(uint32 key data, whether `key` was a typed key) for a sampler's `key` argument."""
-  if isinstance(key, PRNGKeyArray):
-    data, typed = key._base_array, True
+  if _keys.is_key(key):
+    data, typed = _keys.unwrap(key), True
   elif _jnp_util.is_arraylike(key):
     data, typed = key, False
     if not _jnp_util.is_array(data):
@@ -276,11 +170,11 @@ def _check_prng_key(name, key, allow_batched=False):
 
 
 def _return_keys(typed, data):
-  return PRNGKeyArray(data) if typed else data
+  return _keys.wrap(data) if typed else data
 
 
 def _seed_array(seed, ctor_name):
-  if isinstance(seed, PRNGKeyArray):
+  if _keys.is_key(seed):
     raise TypeError(f"{ctor_name} accepts a scalar seed, but was given a PRNG key.")
   if np.ndim(seed):
     raise TypeError(f"{ctor_name} accepts a scalar seed, but was given an array of shape "
@@ -312,7 +206,7 @@ def PRNGKey(seed, *, impl=None):
 def key(seed, *, impl=None):
   """A typed PRNG key (a scalar of dtype `key<fry>`) from an integer `seed`."""
   _check_impl(impl)
-  return PRNGKeyArray(_seed_array(seed, "key"))
+  return _keys.wrap(_seed_array(seed, "key"))
 
 
 def key_data(keys):
@@ -325,10 +219,13 @@ def wrap_key_data(key_bits_array, *, impl=None):
   """A typed key array over the uint32 data `key_bits_array` (shape `(..., 2)`)."""
   _check_impl(impl)
   data = key_bits_array
-  if not _jnp_util.is_array(data):
+  if _keys.is_key(data):
+    raise TypeError("wrap_key_data expects uint32 key data, got a key array (dtype "
+                    f"{data.dtype})")
+  if not _jnp_util.is_array(data) and not isinstance(data, Tracer):
     data = jnp.asarray(data)
   _check_key_data(data)
-  return PRNGKeyArray(data)
+  return _keys.wrap(data)
 
 
 def key_impl(keys):

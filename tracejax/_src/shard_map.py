@@ -19,6 +19,14 @@ The staged form is the `shard_map` primitive; its `jaxpr` is the per-block body.
   them, and an output replicated over some axes passes 1/size of its cotangent to each
   member (so psum, whose transpose is psum, gives JAX's gradients); batching: the
   batch axis becomes a leading, unsplit axis of every block.
+
+The public function also checks, while tracing, that each output is the same on every
+member along the mesh axes its out_spec leaves out (check_vma, 2020's check_rep: a
+static analysis of the body, `vma_of_jaxpr`); `lax.pcast(x, axis, to='varying')` marks
+a value as varying. `axis_names` (or the experimental `auto`) makes only some mesh
+axes manual: the body is then the same on every member along the others. On Explicit
+mesh axes the arguments' types must match in_specs, and the results are typed by
+out_specs (sharding_explicit.py).
 """
 import functools
 import math
@@ -68,8 +76,10 @@ def _named(mesh, spec):
 
 # ---- the primitive ----
 
-def _trace_body(f, block_avals, mesh):
-  ctxs = [parallel.extend_axis_env(n, s) for n, s in zip(mesh.axis_names, mesh.axis_sizes)]
+def _trace_body(f, block_avals, mesh, names=None):
+  """Trace `f` on blocks with the mesh axes (or only `names`, the manual ones) bound."""
+  ctxs = [parallel.extend_axis_env(n, s) for n, s in zip(mesh.axis_names, mesh.axis_sizes)
+          if names is None or n in names]
   for c in ctxs:
     c.__enter__()
   try:
@@ -313,19 +323,223 @@ def _batch(args, dims, *, jaxpr, mesh, in_specs, out_specs, check_rep):
 batching.primitive_batchers[shard_map_p] = _batch
 
 
+# ---- replication checking (check_vma, 2020's check_rep) ----
+#
+# Which mesh axes each value of the body may vary over (its "vma"): an argument varies
+# over the mesh axes its in_spec splits it on; `axis_index(n)` varies over n; psum,
+# pmean, pmax and pmin over some axes make a value invariant over them; all_gather,
+# ppermute, all_to_all, psum_scatter and `pcast(..., to='varying')` make it vary over
+# theirs; any other operation varies over the union of its operands'. An output whose
+# out_spec leaves a mesh axis out claims to be the same on every member along it: if
+# it may vary over that axis, shard_map raises JAX's error (check_vma=False turns the
+# check off). This is a static check only: the numbers do not depend on it.
+
+_REDUCING = frozenset({"psum", "pmax", "pmin"})
+_VARYING = frozenset({"all_gather", "ppermute", "all_to_all", "reduce_scatter", "pcast",
+                      "axis_index"})
+
+
+def _axes(name):
+  return set(name) if isinstance(name, (tuple, list)) else {name}
+
+
+def _collective_axes(jaxpr):
+  """Every axis named by a varying collective in `jaxpr` or the jaxprs nested in it."""
+  out = set()
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name in _VARYING:
+      out |= _axes(eqn.params["axis_name"])
+    for sub in ir.subjaxprs(eqn):
+      out |= _collective_axes(sub)
+  return out
+
+
+def _call_body(eqn):
+  """The body of a call-like equation whose inputs and outputs are the body's (jit,
+  custom_jvp/vjp calls, remat), else None."""
+  for key in ("call_jaxpr", "jaxpr", "fun_jaxpr"):
+    j = eqn.params.get(key)
+    j = getattr(j, "jaxpr", j)
+    if isinstance(j, ir.Jaxpr) and len(j.invars) == len(eqn.invars) and \
+        len(j.outvars) == len(eqn.outvars):
+      return j
+  return None
+
+
+def _check_typed_input(aval, spec, explicit):
+  """On Explicit mesh axes an argument's type already says how it is split: in_specs
+  must agree with it over those axes (JAX's error otherwise; `jax.sharding.reshard`
+  moves the data first)."""
+  nd = len(aval.shape)
+  want = tuple(None if not kept else kept[0] if len(kept) == 1 else kept
+               for kept in (tuple(n for n in e if n in explicit)
+                            for e in spec._normalized(nd)))
+  have = tuple(aval.spec) if hasattr(aval, "spec") and hasattr(aval, "mesh") else \
+      (None,) * nd
+  if want != have:
+    raise ValueError(
+        f"in_specs passed to shard_map: {P(*(tuple(spec) + (None,) * (nd - len(spec))))} does not match "
+        f"the specs of the input: {P(*have)} for arg: {aval}. `in_specs` is an optional "
+        "argument so you can omit specifying it and shard_map will infer the in_specs from "
+        "the arguments. If you want to reshard your inputs, you can use `jax.reshard` on "
+        "the arguments and then pass those args to shard_map.")
+
+
+def _check_bound(jaxpr, manual):
+  """NameError (JAX's words) for a collective in the body that names a mesh axis the
+  body is not manual over (an `auto` axis) and that no enclosing map binds."""
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name in _REDUCING or eqn.primitive.name in _VARYING:
+      for n in _axes(eqn.params["axis_name"]):
+        if n in manual:
+          continue
+        try:
+          parallel.axis_size(n)
+        except NameError:
+          raise NameError(f"Found an unbound axis name: {n}. To fix this, please call pvary "
+                          "under `jax.shard_map`.") from None
+    for sub in ir.subjaxprs(eqn):
+      _check_bound(sub, manual)
+
+
+def vma_of_jaxpr(jaxpr, in_vmas, manual):
+  """The vma (a frozenset of mesh axis names) of each output of `jaxpr`, given its
+  inputs'; `manual`: the mesh axes the check is about."""
+  env = {}
+
+  def read(v):
+    return env.get(v, frozenset()) if isinstance(v, ir.Var) else frozenset()
+
+  for v, m in zip(jaxpr.invars, in_vmas):
+    env[v] = frozenset(m)
+  for eqn in jaxpr.eqns:
+    ins = [read(v) for v in eqn.invars]
+    union = frozenset().union(*ins) if ins else frozenset()
+    name = eqn.primitive.name
+    if name in _REDUCING:
+      axes = _axes(eqn.params["axis_name"])
+      outs = [m - axes for m in ins]
+    elif name in _VARYING:
+      axes = frozenset(_axes(eqn.params["axis_name"])) & manual
+      outs = [m | axes for m in ins] if ins else [axes] * len(eqn.outvars)
+    elif name == "shard_map":
+      outs = [union] * len(eqn.outvars)
+    else:
+      body = _call_body(eqn)
+      if body is not None:
+        outs = vma_of_jaxpr(body, ins, manual)
+      else:
+        extra = frozenset()
+        for sub in ir.subjaxprs(eqn):   # loops and branches: conservatively, anything
+          extra |= frozenset(_collective_axes(sub)) & manual   # their collectives add
+        outs = [union | extra] * len(eqn.outvars)
+    for v, m in zip(eqn.outvars, outs):
+      env[v] = m
+  return [read(v) for v in jaxpr.outvars]
+
+
+def _vma_error(name, mesh, specs, vmas, manual):
+  msgs = []
+  for k, (s, m) in enumerate(zip(specs, vmas)):
+    unmentioned = [n for n in mesh.axis_names
+                   if n in manual and n not in {x for e in s._normalized(len(s)) for x in e}]
+    bad = [n for n in unmentioned if n in m]
+    if not bad:
+      continue
+    key = f"[{k}]" if len(specs) > 1 else ""
+    if len(unmentioned) > 1:
+      need = ",".join(n for n in mesh.axis_names
+                      if n in {x for e in s._normalized(len(s)) for x in e})
+      got = ",".join(n for n in mesh.axis_names if n in m)
+      msgs.append(f"* out_specs{key} is {s!r} which implies that the corresponding output "
+                  f"value is only varying across mesh axes {{{need}}} and not "
+                  f"{{{','.join(bad)}}}, but it was inferred to be possibly varying over "
+                  f"{{{got}}}")
+    else:
+      msgs.append(f"* out_specs{key} is {s!r} which implies that the corresponding output "
+                  f"value is replicated across mesh axis '{unmentioned[0]}', but could not "
+                  "infer replication over any axes")
+  if not msgs:
+    return None
+  if len(msgs) == 1:
+    msgs = [msgs[0][2:]]
+  return (f"shard_map applied to the function '{name}' was given out_specs which require "
+          "replication which can't be statically inferred given the mesh:\n\n"
+          f"The mesh given has shape {tuple(mesh.axis_sizes)} with corresponding axis names "
+          f"{mesh.axis_names}.\n\n" + "\n\n".join(msgs) + "\n\n" +
+          "Check if these output values are meant to be replicated over those mesh axes. "
+          "If not, consider revising the corresponding out_specs entries. If so, consider "
+          "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")
+
+
+# ---- pcast: mark a value as varying over mesh axes ----
+
+pcast_p = Primitive("pcast")
+pcast_p.multiple_results = True
+_PCAST_TO = ("reduced", "unreduced", "varying")
+
+
+def pcast(x, axis_name, *, to):
+  """Mark `x` (a pytree) as varying over the mesh axes `axis_name` inside `shard_map`
+  (`to='varying'`): the values are unchanged; replication checking (check_vma) then
+  treats them as possibly different on each member along those axes.
+
+  Args:
+    x: a pytree of arrays.
+    axis_name: a mesh axis name or a tuple of them.
+    to: 'varying' ('reduced' and 'unreduced' are JAX's other kinds, which tracejax's
+      types do not track).
+
+  >>> shard_map(lambda b: lax.pcast(b, 'x', to='varying'), mesh=mesh, in_specs=P(),
+  ...           out_specs=P('x'))(x)                    # doctest: +SKIP
+  """
+  if isinstance(axis_name, (set, frozenset)):
+    raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+  if not axis_name:
+    return x
+  if to not in _PCAST_TO:
+    raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
+                     f"{set(_PCAST_TO)}")
+  if to != "varying":
+    raise ValueError(f"Unsupported pcast from=invariant, to={to!r}: tracejax tracks "
+                     "only 'varying'")
+  leaves, tree = tree_util.tree_flatten(x)
+  if not leaves:
+    return x
+  for n in _axes(axis_name):
+    parallel.axis_size(n)   # an unbound name is an error here, as for collectives
+  return tree_util.tree_unflatten(tree, pcast_p.bind(*leaves, axis_name=axis_name))
+
+
+pcast_p.def_impl(lambda *xs, axis_name: list(xs))
+pcast_p.def_abstract_eval(lambda *avals, axis_name: list(avals))
+lowering.register_lowering(pcast_p, lambda ctx, *xs, axis_name: list(xs))
+# Identity on values; its transpose is the identity too, because the cotangent of an
+# input replicated over mesh axes is summed over them where shard_map's transpose
+# leaves the body (so the psum JAX attaches to pcast's transpose happens there).
+ad.primitive_jvps[pcast_p] = lambda primals, tangents, *, axis_name: (
+    pcast_p.bind(*primals, axis_name=axis_name),
+    [t if type(t) is ad.Zero else pcast_p.bind(t, axis_name=axis_name)[0]
+     for t in tangents])
+ad.primitive_transposes[pcast_p] = lambda cts, *args, axis_name: list(cts)
+batching.primitive_batchers[pcast_p] = lambda args, dims, *, axis_name: (
+    pcast_p.bind(*args, axis_name=axis_name), list(dims))
+
+
 # ---- the public function ----
 
-def _check_specs(what, specs, mesh):
+def _check_specs(what, specs, mesh, manual=None):
+  manual = frozenset(mesh.axis_names) if manual is None else manual
   for s in specs:
     if not isinstance(s, P):
       raise TypeError(f"shard_map {what} must be PartitionSpecs (or pytrees of them), got "
                       f"{s!r}")
     for entry in s._normalized(len(s)):
       for n in entry:
-        if n not in mesh.axis_names:
+        if n not in manual:
           raise ValueError(
               f"shard_map {what} argument must refer to an axis marked as manual "
-              f"({frozenset(mesh.axis_names)}), but:\n\n  {what} refers to {n!r}\n\n"
+              f"({manual}), but:\n\n  {what} refers to {n!r}\n\n"
               f"Check the {what} values passed to shard_map.")
 
 
@@ -356,8 +570,14 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=True, 
       each argument's own NamedSharding spec over `mesh` (P() for any other value).
     out_specs: the same for the outputs: how the blocks are put together; an output
       whose spec omits a mesh axis must be equal across it (e.g. the result of a psum).
-    check_rep, check_vma: accepted (replication is not checked).
-    auto, axis_names: accepted; every mesh axis is manual.
+    check_rep, check_vma: whether to check that every output is the same on all the
+      members along the mesh axes its out_spec leaves out (e.g. the result of a psum
+      over them); a ValueError in JAX's words when it may not be (default: on).
+      `check_vma` (today's name) wins over `check_rep` (2020's) when given.
+    axis_names: the mesh axes the body is manual over (default: all); the others
+      (and, in the experimental spelling, the `auto` ones) are left to the partitioner:
+      specs and collectives may not name them, and the body sees the whole extent of
+      the values along them.
 
   Returns:
     The function over global arrays. Usable as a decorator:
@@ -385,6 +605,14 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=True, 
     raise TypeError("shard_map requires out_specs")
   name = util.fun_name(f)
   check = bool(check_rep if check_vma is None else check_vma)
+  for what, axes in (("axis_names", axis_names), ("auto", auto)):
+    for n in axes:
+      if n not in mesh.axis_names:
+        raise ValueError(f"shard_map {what} {set(axes)} must be mesh axes "
+                         f"{mesh.axis_names}; got {n!r}")
+  manual = frozenset(axis_names) if axis_names else frozenset(mesh.axis_names) - set(auto)
+  explicit = frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                       if t == sharding_mod.AxisType.Explicit)
 
   @functools.wraps(f)
   def wrapped(*args):
@@ -395,14 +623,16 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=True, 
     if ispec is None:   # inferred: the spec of each argument laid out over this mesh
       specs = [x._sharding.spec if type(x) is Array and
                isinstance(x._sharding, sharding_mod.NamedSharding) and
-               x._sharding.mesh == mesh else P() for x in leaves]
+               x._sharding.mesh == mesh else
+               P(*x.aval.spec) if isinstance(x, Tracer) and
+               getattr(x.aval, "mesh", None) == mesh else P() for x in leaves]
     elif isinstance(ispec, P):
       specs = _spec_leaves(ispec, args, "in_specs")
     else:
       if not isinstance(ispec, tuple) or len(ispec) != len(args):
         ispec = (ispec,) if len(args) == 1 else ispec
       specs = _spec_leaves(tuple(ispec), args, "in_specs")
-    _check_specs("in_specs", specs, mesh)
+    _check_specs("in_specs", specs, mesh, manual)
     block_avals = []
     for i, (x, s) in enumerate(zip(leaves, specs)):
       a = raise_to_shaped(x.aval if isinstance(x, (Tracer, Array)) else get_aval(x))
@@ -428,6 +658,8 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=True, 
               f"{k} does not evenly divide {a.shape[d]}\n\nArray arguments' axis sizes must "
               "be evenly divisible by the mesh axis or axes indicated by the "
               "corresponding elements of the argument's in_specs entry.")
+      if explicit:
+        _check_typed_input(a, s, explicit)
       block_avals.append(_block_aval(a, mesh, s))
     store = []
 
@@ -437,11 +669,19 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=True, 
       store.append((ot, out))
       return ol
 
-    body, consts = _trace_body(flat, block_avals, mesh)
+    body, consts = _trace_body(flat, block_avals, mesh, manual)
     out_tree, out_example = store[0]
     ospecs = _spec_leaves(tuple(out_specs) if isinstance(out_specs, list) else out_specs,
                           out_example, "out_specs")
-    _check_specs("out_specs", ospecs, mesh)
+    _check_specs("out_specs", ospecs, mesh, manual)
+    if manual != frozenset(mesh.axis_names):
+      _check_bound(body, manual)
+    if check:
+      in_vmas = [frozenset()] * len(consts) + [
+          frozenset(n for e in s._normalized(len(s)) for n in e) for s in specs]
+      msg = _vma_error(name, mesh, ospecs, vma_of_jaxpr(body, in_vmas, manual), manual)
+      if msg is not None:
+        raise ValueError(msg)
     for v, s in zip(body.outvars, ospecs):
       if len(s) > len(v.aval.shape):
         raise ValueError(f"shard_map out_specs {s!r} has length {len(s)}, but the "

@@ -26,6 +26,7 @@ from tracejax._src.core.trace import Tracer
 from tracejax._src import dispatch
 from tracejax._src.interpreters import lowering
 from tracejax._src.runtime import backend
+from tracejax._src.runtime import sharding
 from tracejax._src.runtime.array import Array
 
 # ---- logging ----
@@ -209,8 +210,11 @@ class Traced(_Stage):
   ('<lambda>', ())
   """
 
-  def __init__(self, closed_jaxpr, info):
-    self._closed_jaxpr, self._info = closed_jaxpr, info
+  def __init__(self, closed_jaxpr, info, spmd=None):
+    # `spmd`: where the program runs (interpreters/pxla.py `stage_spmd`): an SPMD layout
+    # (`SpmdLayout`), a Device for a single-device program placed there, or None (the
+    # default device).
+    self._closed_jaxpr, self._info, self._spmd = closed_jaxpr, info, spmd
     self._compiled = None
 
   def __call__(self, *args, **kwargs):
@@ -247,8 +251,14 @@ class Traced(_Stage):
       raise TypeError(f"Cannot lower {self._info.fun_name}: it closes over values traced by "
                       "an enclosing transformation. Pass them as arguments instead.")
     donated = list(self._info.donated) if any(self._info.donated) else None
+    lay = self._spmd
+    if lay is not None and hasattr(lay, "in_shardings"):   # partitioned over devices
+      from tracejax._src.interpreters import pxla   # (imported when first needed)
+      low = pxla.lower_spmd(cj.jaxpr, cj.consts, f"jit_{self._info.fun_name}", lay.devices,
+                            lay.in_shardings, lay.out_shardings, lay.mesh, donated)
+      return Lowered(low.text, cj.consts, self._info, low)
     text = lower_jaxpr(cj.jaxpr, self._info.fun_name, donated)
-    return Lowered(text, cj.consts, self._info)
+    return Lowered(text, cj.consts, self._info, device=lay)
 
 
 # What `Lowered.compile(compiler_options=...)` takes: XLA option names to values.
@@ -276,8 +286,11 @@ class Lowered(_Stage):
   DeviceArray([1., 1., 1.], dtype=float32)
   """
 
-  def __init__(self, text, consts, info):
-    self._text, self._consts, self._info = text, list(consts), info
+  def __init__(self, text, consts, info, spmd=None, device=None):
+    # `spmd`: a pxla `SpmdLowering` (an SPMD program: `text` carries its shardings);
+    # `device`: where a single-device program runs (None: the default device).
+    self._text, self._consts, self._info, self._spmd = text, list(consts), info, spmd
+    self._device = device
 
   def as_text(self, dialect=None, *, debug_info=False):
     """The program as text.
@@ -312,9 +325,18 @@ class Lowered(_Stage):
       compiler_options: None or a dict of XLA option names to values, e.g.
         `{"xla_cpu_enable_fast_math": True}`.
       device_assignment: None, or a one-device sequence: the device to compile for
-        (default: the default device).
+        (default: where the call would run: its committed arguments' device, else the
+        default device); for an SPMD program, its devices in order.
     """
-    device = None
+    if self._spmd is not None:
+      from tracejax._src.interpreters import pxla
+      low = self._spmd
+      if device_assignment is not None and tuple(device_assignment) != low.devices:
+        raise ValueError(f"device_assignment {list(device_assignment)} differs from the "
+                         f"devices {list(low.devices)} this program was lowered for")
+      return Compiled(None, self._consts, self._info,
+                      pxla.compile_lowered_spmd(low, compiler_options))
+    device = self._device
     if device_assignment is not None:
       devs = tuple(device_assignment)
       if len(devs) != 1:
@@ -338,10 +360,35 @@ class Compiled(_Stage):
   DeviceArray([2., 2.], dtype=float32)
   """
 
-  def __init__(self, exe, consts, info):
-    self._exe, self._info = exe, info
-    self._const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c), exe.device)
-                        for c in consts]
+  def __init__(self, exe, consts, info, spmd=None):
+    # `spmd`: a pxla `SpmdExecutable` (an SPMD program, holding its constants); else
+    # `exe` runs on one device.
+    self._spmd, self._info = spmd, info
+    if spmd is not None:
+      self._exe, self._const_bufs = spmd.exe, []
+    else:
+      self._exe = exe
+      self._const_bufs = [dispatch.to_buffer(c, avals_mod.get_aval(c), exe.device)
+                          for c in consts]
+
+  @property
+  def input_shardings(self):
+    """The sharding each argument is laid out by, as the tree `(args, kwargs)`."""
+    return tree_util.tree_unflatten(self._info.in_tree, self._in_shardings())
+
+  @property
+  def output_shardings(self):
+    """The sharding of each output, as the output tree."""
+    if self._spmd is not None:
+      outs = list(self._spmd.out_shardings)
+    else:
+      outs = [sharding.SingleDeviceSharding(self._exe.device)] * len(self._info.out_avals)
+    return tree_util.tree_unflatten(self._info.out_tree, outs)
+
+  def _in_shardings(self):
+    if self._spmd is not None:
+      return list(self._spmd.in_shardings[len(self._spmd.const_bufs):])
+    return [sharding.SingleDeviceSharding(self._exe.device)] * len(self._info.in_avals)
 
   def as_text(self):
     """XLA's optimized HLO of the executable."""
@@ -400,8 +447,34 @@ class Compiled(_Stage):
           "mode than when it was AOT compiled? The mismatches are:\n" + "\n".join(bad) +
           "\n(A Compiled function runs only on the types it was compiled for; call the "
           "jitted function itself to compile for others.)")
-    outs = self._exe.execute(bufs)
+    self._check_shardings(leaves)
+    if self._spmd is not None:   # placed on the program's devices (in place when laid out so)
+      outs = self._spmd.execute(leaves, info.in_avals)
+    else:
+      # Arrays elsewhere (uncommitted: the check above let them through) move here.
+      dev = self._exe.device
+      bufs = bufs[:len(self._const_bufs)] + [
+          sharding.on_device(b, a, dev, dispatch.to_buffer) if type(b) is Array else b
+          for b, a in zip(bufs[len(self._const_bufs):], info.in_avals)]
+      outs = self._exe.execute(bufs)
     return tree_util.tree_unflatten(info.out_tree, outs)
+
+  def _check_shardings(self, leaves):
+    """As JAX: a committed Array argument must already be laid out as the program's
+    input (uncommitted ones and host values are moved there)."""
+    info, bad = self._info, []
+    for i, (x, want) in enumerate(zip(leaves, self._in_shardings())):
+      if type(x) is not Array or not x._committed:
+        continue
+      got = x._sharding
+      if not sharding.same_layout(got, want, len(info.in_avals[i].shape)):
+        bad.append(f"Argument {info.arg_names[i]} with shape {x.aval.str_short()}:\n"
+                   f"  Passed sharding: {got!r}\n  Required sharding: {want!r}")
+    if bad:
+      raise ValueError(
+          "Computation was compiled for input shardings that disagree with the shardings "
+          f"of arguments passed to it. Here are the {len(bad)} mismatches:\n" +
+          "\n".join(bad))
 
 
 # ---- why a call traced again (`jax_explain_cache_misses`) ----

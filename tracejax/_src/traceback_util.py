@@ -3,10 +3,13 @@
 An exception raised while tracing or running a transformed function passes
 through dozens of tracejax frames (jit's cache miss, the tracer, staging, the
 transformation's interpreter) that say nothing to the person whose `if x > 0:`
-caused it. The public entry points (`jit`'d calls, `grad`, `vmap`, `jvp`, ...)
-are wrapped by `api_boundary`, which, when an exception escapes, rewrites its
-traceback according to the `jax_traceback_filtering` flag (environment variable
-`JAX_TRACEBACK_FILTERING`), with JAX's values:
+caused it. The public entry points (`jit`'d calls, `grad`, `vmap`, `jvp`, ...,
+the control flow of `lax`: `cond`, `switch`, `while_loop`, `fori_loop`, `scan`,
+`map`, `associative_scan`, `custom_linear_solve`, `custom_root`; `checkpoint`'d
+functions and `custom_jvp`/`custom_vjp` calls, since each traces user code even
+outside `jit`) are wrapped by `api_boundary`, which, when an exception escapes,
+rewrites its traceback according to the `jax_traceback_filtering` flag
+(environment variable `JAX_TRACEBACK_FILTERING`), with JAX's values:
 
 * ``"auto"`` (default): ``"tracebackhide"`` under IPython, else
   ``"quiet_remove_frames"``.

@@ -60,7 +60,7 @@ def typeof(x):
     ShapedArray(float32[], weak_type=True)
   """
   if isinstance(x, ShapeDtypeStruct):
-    return avals.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype),
+    return avals.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype, True),
                              bool(x.weak_type))
   try:
     aval = avals.get_aval(x)

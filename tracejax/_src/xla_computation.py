@@ -195,7 +195,7 @@ def xla_computation(fun, static_argnums=(), axis_env=None, backend=None, tuple_a
     text = _lower_to_stablehlo(jaxpr, consts, f"xla_computation_{fun_name}", platform, env)
     comp = XlaComputation(_backend.stablehlo_to_hlo(text, tuple_args=tuple_args), text)
     if return_shape:
-      shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, v.aval.weak_type)
+      shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, weak_type=v.aval.weak_type)
                 for v in jaxpr.outvars]
       return comp, tree_util.tree_unflatten(out_store[0], shapes)
     return comp

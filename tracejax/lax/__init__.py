@@ -83,6 +83,9 @@ from tracejax._src.interpreters.pxla import (  # noqa: E402,F401
     with_sharding_constraint as with_sharding_constraint,
 )
 __all__ = sorted(set(__all__) | {"sharding_constraint_p", "with_sharding_constraint"})
+# `pcast` marks values as varying over mesh axes inside shard_map (its replication check).
+from tracejax._src.shard_map import pcast as pcast, pcast_p as pcast_p  # noqa: E402,F401
+__all__ = sorted(set(__all__) | {"pcast", "pcast_p"})
 # Arrays get their operators and methods (`x + 1`, `x.sum()`) from array_methods, which
 # `import tracejax` no longer imports eagerly (see tracejax/__init__.py): a program
 # that only imports `jax.lax` gets them here.

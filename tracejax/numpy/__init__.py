@@ -9,8 +9,11 @@ and methods to arrays and tracers (`_src/numpy/array_methods.py`).
 import numpy as _np
 
 # Families that the first operation does not need are imported on first use of one
-# of their names (`jnp.sort`, `jnp.linalg`, ...): PEP 562's module __getattr__ keeps
-# `import tracejax.numpy` cheaper; `from tracejax.numpy import sort` works as before.
+# of their names (`jnp.sort`, `jnp.linalg`, `jnp.take`, ...): PEP 562's module
+# __getattr__ keeps `import tracejax.numpy` cheap (about half of jax.numpy's code is
+# never run by a typical program); `from tracejax.numpy import sort` works as before,
+# `dir(jnp)` lists every name and `from tracejax.numpy import *` imports them all
+# (`__all__` is computed on demand, so names added below are never missed).
 _LAZY_NAMES = {}  # public name -> module under tracejax._src.numpy
 _LAZY_SUBMODULES = ("linalg", "fft")  # jnp.linalg, jnp.fft
 
@@ -22,6 +25,8 @@ def _lazy(module, names):
 
 def __getattr__(name):
   import importlib
+  if name == "__all__":  # `from tracejax.numpy import *`: the eager and the lazy names
+    return sorted(n for n in __dir__() if not n.startswith("_"))
   module = _LAZY_NAMES.get(name)
   if module is not None:
     value = getattr(importlib.import_module(f"tracejax._src.numpy.{module}"), name)
@@ -42,16 +47,15 @@ from tracejax._src.numpy.creation import (
     arange, array, asarray, empty, empty_like, eye, full, full_like, geomspace, identity,
     linspace, logspace, meshgrid, ones, ones_like, tri, tril, triu, zeros, zeros_like,
 )
-from tracejax._src.numpy.differences import diff, ediff1d, trapezoid, trapz
+_lazy("differences", "diff ediff1d trapezoid trapz")
 _lazy("einsum", "einsum einsum_path")
-from tracejax._src.numpy.index_tricks import (
-    c_, diag_indices, diag_indices_from, index_exp, ix_, mask_indices, mgrid, ogrid, r_,
-    ravel_multi_index,
-    s_, tril_indices, tril_indices_from, triu_indices, triu_indices_from, unravel_index,
-)
-from tracejax._src.numpy.indexing import IndexUpdateHelper as _IndexUpdateHelper
-from tracejax._src.numpy.indexing import take, take_along_axis
-from tracejax._src.numpy.pad import pad
+_lazy("index_tricks", """
+    c_ diag_indices diag_indices_from index_exp ix_ mask_indices mgrid ogrid r_
+    ravel_multi_index
+    s_ tril_indices tril_indices_from triu_indices triu_indices_from unravel_index
+""")
+_lazy("indexing", "take take_along_axis")
+_lazy("pad", "pad")
 _lazy("math_extra", "convolve correlate gcd gradient lcm")
 _lazy("polynomial", """
     poly polyadd polyder polydiv polyfit polyint polymul polysub polyval
@@ -59,15 +63,15 @@ _lazy("polynomial", """
 """)
 _lazy("vectorize", "vectorize")
 from tracejax._src.numpy.printing import array_repr, array_str
-from tracejax._src.numpy.products import (
-    cross, diag, diagonal, dot, inner, kron, matmul, outer, tensordot, trace, vdot,
-)
-from tracejax._src.numpy.reductions import (
-    all, alltrue, amax, amin, any, argmax, argmin, average, count_nonzero, cummax, cummin,
-    cumprod, cumproduct, cumsum, cumulative_prod, cumulative_sum, max, mean, min,
-    nanargmax, nanargmin, nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod, nanstd,
-    nansum, nanvar, prod, product, ptp, sometrue, std, sum, var,
-)
+_lazy("products", """
+    cross diag diagonal dot inner kron matmul outer tensordot trace vdot
+""")
+_lazy("reductions", """
+    all alltrue amax amin any argmax argmin average count_nonzero cummax cummin
+    cumprod cumproduct cumsum cumulative_prod cumulative_sum max mean min
+    nanargmax nanargmin nancumprod nancumsum nanmax nanmean nanmin nanprod nanstd
+    nansum nanvar prod product ptp sometrue std sum var
+""")
 from tracejax._src.numpy.scalar_types import (
     bfloat16, bool_, cdouble, character, complex128, complex64, complex_, complexfloating,
     csingle, double, dtype, flexible, float16, float32, float64, float_, floating, generic,
@@ -77,7 +81,7 @@ from tracejax._src.numpy.scalar_types import (
     float8_e3m4, float8_e4m3, float8_e8m0fnu, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn,
     int4, uint4, int2, uint2, int1, uint1, bool,
 )
-from tracejax._src.numpy.searching import argwhere, flatnonzero, nonzero
+_lazy("searching", "argwhere flatnonzero nonzero")
 _lazy("statistics", """
     corrcoef cov median nanmedian nanpercentile nanquantile percentile
     quantile
@@ -118,18 +122,18 @@ from tracejax._src.numpy.ufuncs import (
     tan, tanh,
     true_divide, trunc, where, frexp, ldexp,
 )
-from tracejax._src.numpy.array_api import (
-    acos, acosh, apply_along_axis, apply_over_axes, asin, asinh, astype, atan, atan2, atanh,
-    bitwise_count, bitwise_invert, bitwise_left_shift, bitwise_right_shift, concat, copy,
-    diagflat, from_dlpack, frombuffer, fromfile, fromfunction, fromiter, fromstring, indices,
-    isdtype, iterable, load, matrix_transpose, matvec, modf, packbits, permute_dims,
-    piecewise, pow, resize, save, savez, spacing, trim_zeros, unpackbits, unstack, unwrap,
-    vecdot, vecmat,
-)
-from tracejax._src.numpy.array_edit import (
-    choose, compress, delete, extract, fill_diagonal, insert, place, put, put_along_axis,
-)
-from tracejax._src.numpy.ufunc_class import frompyfunc, ufunc
+_lazy("array_api", """
+    acos acosh apply_along_axis apply_over_axes asin asinh astype atan atan2 atanh
+    bitwise_count bitwise_invert bitwise_left_shift bitwise_right_shift concat copy
+    diagflat from_dlpack frombuffer fromfile fromfunction fromiter fromstring indices
+    isdtype iterable load matrix_transpose matvec modf packbits permute_dims
+    piecewise pow resize save savez spacing trim_zeros unpackbits unstack unwrap
+    vecdot vecmat
+""")
+_lazy("array_edit", """
+    choose compress delete extract fill_diagonal insert place put put_along_axis
+""")
+_lazy("ufunc_class", "frompyfunc ufunc")
 ComplexWarning = _np.exceptions.ComplexWarning
 from tracejax._src.runtime.array import Array as _Array
 

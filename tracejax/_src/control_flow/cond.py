@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from tracejax._src import dispatch, dtypes, tree_util
+from tracejax._src import dispatch, dtypes, traceback_util, tree_util
 from tracejax._src.config import config
 from tracejax._src.control_flow import common
 from tracejax._src.core import ir, pp
@@ -17,6 +17,7 @@ from tracejax._src.interpreters import ad, batching, lowering
 from tracejax._src.interpreters.lowering import hlo, ir as mlir_ir
 
 
+@traceback_util.api_boundary
 def cond(pred, *args, **kwargs):
   """Conditionally apply `true_fun` or `false_fun`.
 
@@ -52,6 +53,7 @@ def cond(pred, *args, **kwargs):
   return _switch(index, branches, operands, "true_fun and false_fun output")
 
 
+@traceback_util.api_boundary
 def switch(index, branches, *operands, **kwargs):
   """Apply `branches[index](*operands)`; the index is clamped into range.
 

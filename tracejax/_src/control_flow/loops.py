@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-from tracejax._src import dispatch, dtypes, tree_util
+from tracejax._src import dispatch, dtypes, traceback_util, tree_util
 from tracejax._src.config import config
 from tracejax._src.control_flow import common
 from tracejax._src.core import ir
@@ -27,6 +27,7 @@ def _shape(x):
 # while_loop
 # =============================================================================
 
+@traceback_util.api_boundary
 def while_loop(cond_fun, body_fun, init_val):
   """`val = init_val; while cond_fun(val): val = body_fun(val); return val`, compiled.
 
@@ -318,6 +319,7 @@ def _while_pp(eqn, namer):
 # fori_loop
 # =============================================================================
 
+@traceback_util.api_boundary
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
   """`for i in range(lower, upper): val = body_fun(i, val)`; a scan when the trip count
   is static (so reverse mode works), else a while loop over `(i, upper, val)`.
@@ -378,6 +380,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 # scan
 # =============================================================================
 
+@traceback_util.api_boundary
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
   """Loop `carry, y = f(carry, x)` over the leading axis of `xs`; returns
   `(final_carry, stacked_ys)`."""
@@ -732,6 +735,7 @@ batching.primitive_batchers[scan_p] = _scan_batch
 # map and associative_scan
 # =============================================================================
 
+@traceback_util.api_boundary
 def map(f, xs, *, batch_size=None):
   """Map `f` over the leading axis of `xs` with a scan (one compiled loop).
 
@@ -804,6 +808,7 @@ def _batched_map(f, xs, batch_size):
   return tree_util.tree_unflatten(out_tree[0], outs)
 
 
+@traceback_util.api_boundary
 def associative_scan(fn, elems, reverse=False, axis=0):
   """Prefix scan of an associative `fn` in O(log n) depth (Blelloch-style odd/even)."""
   from tracejax._src.lax import slicing, structural

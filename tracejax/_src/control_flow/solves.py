@@ -7,7 +7,7 @@ transpose swaps `solve` for `transpose_solve` (and `matvec` for its transpose).
 """
 import numpy as np
 
-from tracejax._src import tree_util
+from tracejax._src import traceback_util, tree_util
 from tracejax._src.control_flow import common
 from tracejax._src.core import ir
 from tracejax._src.core.trace import Primitive, Tracer
@@ -21,6 +21,7 @@ def _trace_unary(fun, tree, avals):
   return jaxpr, consts, out_tree
 
 
+@traceback_util.api_boundary
 def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
                         has_aux=False):
   """`x = solve(matvec, b)` whose derivatives come from the linear system `matvec(x) = b`.
@@ -161,6 +162,7 @@ def _linear_solve_batch(args, dims, *, jaxprs, const_lengths):
 batching.primitive_batchers[linear_solve_p] = _linear_solve_batch
 
 
+@traceback_util.api_boundary
 def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
   """Find `x` with `f(x) = 0` by `solve(f, initial_guess)`, differentiated implicitly:
   `tangent_solve(g, y)` solves the linearized system `g(x) = y`."""

@@ -17,6 +17,8 @@ class AbstractValue:
 def _short_dtype_name(dtype):
   if dtype == dtypes.float0:
     return "float0"
+  if not isinstance(dtype, np.dtype) and dtypes._extended_type_of(dtype) is not None:
+    return dtype.name  # an extended dtype: `key<fry>`
   return np.dtype(dtype).name
 
 
@@ -33,7 +35,13 @@ class ShapedArray(AbstractValue):
 
   def __init__(self, shape, dtype, weak_type=False):
     self.shape = tuple(shape)
-    self.dtype = np.dtype(dtype)
+    try:
+      self.dtype = np.dtype(dtype)
+    except TypeError:
+      # Extended dtypes (typed PRNG keys, `key<fry>`: see prng.py) are kept as given.
+      if dtypes._extended_type_of(dtype) is None:
+        raise
+      self.dtype = dtype
     self.weak_type = bool(weak_type)
     self._hash = None
 
@@ -227,8 +235,13 @@ class ConcreteArray(ShapedArray):
   __str__ = __repr__
 
 
+# ShapedArray subclasses that raise_to_shaped keeps as they are (the avals of
+# sharding_explicit.py, which carry a sharding in the type).
+shaped_subtypes = set()
+
+
 def raise_to_shaped(aval, weak_type=None):
-  if type(aval) is ShapedArray and weak_type is None:
+  if weak_type is None and (type(aval) is ShapedArray or type(aval) in shaped_subtypes):
     return aval
   return ShapedArray(aval.shape, aval.dtype,
                      aval.weak_type if weak_type is None else weak_type)

@@ -158,7 +158,7 @@ def eval_jaxpr(jaxpr, consts, *args):
   env = {unitvar: unit}
 
   def read(v):
-    return v.val if type(v) is Literal else env[v]
+    return _literal_value(v) if type(v) is Literal else env[v]
 
   for v, x in zip(jaxpr.constvars, consts):
     env[v] = x
@@ -174,6 +174,23 @@ def eval_jaxpr(jaxpr, consts, *args):
       if type(v) is not DropVar:
         env[v] = x
   return [read(v) for v in jaxpr.outvars]
+
+
+_weak_literal_types = {"i": int, "f": float, "c": complex}
+
+
+def _literal_value(v):
+  """A literal's value; a weakly typed one comes back as the Python scalar it stands
+  for, so evaluating a jaxpr keeps weak results weak (a NumPy value is strong)."""
+  val = v.val
+  if getattr(v.aval, "weak_type", False) and isinstance(val, (np.ndarray, np.generic)) \
+      and val.ndim == 0:
+    from tracejax._src import dtypes
+    py = _weak_literal_types.get(val.dtype.kind if val.dtype.kind != "u" else "")
+    if py is not None and dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[py]) == \
+        val.dtype:
+      return py(val.item())
+  return val
 
 
 def jaxpr_as_fun(closed_jaxpr):

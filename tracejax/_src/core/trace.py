@@ -20,6 +20,10 @@ class Primitive:
   multiple_results = False
   call_primitive = False
   map_primitive = False
+  # `rule(primitive, args, params)`, tried first by `bind`; NotImplemented: bind as
+  # usual. prng.py sets it on the structural primitives, which move key arrays
+  # (an extended dtype) by applying themselves to the keys' uint32 data.
+  extended_rule = None
 
   def __init__(self, name):
     self.name = name
@@ -29,6 +33,10 @@ class Primitive:
 
   def bind(self, *args, **params):
     """Apply the primitive to `args` in the current trace."""
+    if self.extended_rule is not None:
+      out = self.extended_rule(self, args, params)
+      if out is not NotImplemented:
+        return out
     return _ctx.trace.process_primitive(self, args, params)
 
   def bind_with_trace(self, trace, args, params):
@@ -55,8 +63,17 @@ class Primitive:
     """Abstract evaluation, always as a list of ShapedArrays."""
     out = self.abstract_eval(*avals_in, **params)
     if self.multiple_results:
-      return [avals_mod.raise_to_shaped(a) for a in out]
-    return [avals_mod.raise_to_shaped(out)]
+      out = [avals_mod.raise_to_shaped(a) for a in out]
+    else:
+      out = [avals_mod.raise_to_shaped(out)]
+    if sharding_rule is not None:   # set once a mesh with Explicit axes exists
+      out = sharding_rule(self, avals_in, params, out)
+    return out
+
+
+# The sharding-in-types rule (sharding_explicit.py installs it when a mesh with Explicit
+# axes is made): `(primitive, avals_in, params, avals_out) -> avals_out`. None costs nothing.
+sharding_rule = None
 
 
 # ---- traces ----

@@ -121,6 +121,8 @@ def dtype_to_ir_type(dtype):
 
 
 def aval_to_ir_type(aval):
+  if not isinstance(aval.dtype, np.dtype):  # an extended dtype (keys): its data's type
+    aval = aval.dtype.physical_aval(aval)
   return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 
@@ -218,7 +220,7 @@ def lower_jaxpr(jaxpr, name="jit", platform=None, donated=None, const_args=True,
   out_avals = [v.aval for v in jaxpr.outvars]
   with backend.make_ir_context(), ir.Location.unknown():
     module = ir.Module.create()
-    module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(name))
+    module.operation.attributes["sym_name"] = ir.StringAttr.get(module_name(name))
     if num_replicas > 1:
       module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(
           ir.IntegerType.get_signless(32), num_replicas)
@@ -247,6 +249,17 @@ def lower_jaxpr(jaxpr, name="jit", platform=None, donated=None, const_args=True,
 
 def _sanitize(name):
   return "".join(c if c.isalnum() or c in "_." else "_" for c in name) or "jit"
+
+
+def module_name(name):
+  """The module's symbol name for `name` (e.g. "jit_<lambda>"), spelled as JAX 0.10.2
+  spells it, since tools and tests match on it: every character other than a letter,
+  digit, "_", "." or "-" becomes "_", then trailing "_" go.
+
+  >>> module_name("jit_<lambda>")
+  'jit__lambda'
+  """
+  return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name).rstrip("_") or "jit"
 
 
 def lower_fun(fun, multiple_results=True):

@@ -12,8 +12,13 @@ The staged form is the `xla_pmap` primitive, whose `call_jaxpr` is the per-membe
 * jvp: a primal pmap and a tangent pmap of the body's JVP; transpose: a pmap of the
   body's transpose (so psum's transpose, psum, runs across the devices, as in JAX);
   batching (vmap of pmap): the vmapped axis moves inside the per-member body;
-* lowering inside another program (jit of pmap, pmap of pmap): the body runs as a
-  named-axis vmap inside that program: the same values, on that program's device(s).
+* nested pmaps (`pmap(pmap(f, 'j'), 'i')`, also through a jit in the outer body): the
+  outer pmap's program spans a grid of outer x inner devices, one inner member per
+  device, with replica groups per axis (pmap_nested.py); its results are laid out by
+  NamedShardings over that grid;
+* lowering inside another program (jit of pmap, or a pmap hidden in a cond/scan of a
+  pmap body): the body runs as a named-axis vmap inside that program: the same values,
+  on that program's device(s).
 
 `pmap(f)` keeps a per-signature cache of compiled programs: a repeated call flattens
 its arguments, finds the entry and runs it, without tracing.
@@ -22,12 +27,17 @@ SPMD programs (the second half of this module): `compile_spmd` lowers a jaxpr wi
 `mhlo.sharding` attributes on its arguments and results and `num_partitions` = the
 mesh size, and XLA's partitioner splits it (partition i on the mesh's i-th device);
 `call_spmd` is jit's path for `in_shardings`/`out_shardings` and for arguments laid
-out by a NamedSharding (cached calls then run in jaxlib's C++ dispatcher),
-`apply_spmd` runs an eager primitive on such arguments, and `sharding_constraint_p`
-is `lax.with_sharding_constraint`. `shard_map` (tracejax/_src/shard_map.py) lowers to
+out over several devices (cached calls then run in jaxlib's C++ dispatcher),
+`apply_spmd` runs an eager primitive on such arguments (a pmap's result too: its
+PmapSharding joins as the NamedSharding `spmd_view` gives it, without a copy, and the
+results are NamedShardings over its devices, as in JAX 0.10.2), `stage_spmd` and
+`lower_spmd`/`compile_lowered_spmd` are the same programs for `jit(f).lower()` and
+`.compile()` (stages.py), and `sharding_constraint_p` is
+`lax.with_sharding_constraint`. `shard_map` (tracejax/_src/shard_map.py) lowers to
 XLA's manual partitioning inside these programs.
 """
 import functools
+import math
 import operator
 
 import numpy as np
@@ -38,7 +48,7 @@ from tracejax._src.core import ir
 from tracejax._src.core.avals import get_aval, raise_to_shaped
 from tracejax._src.core.trace import Primitive, Tracer, eval_trace
 from tracejax._src.core.trace import _ctx as _trace_ctx
-from tracejax._src.interpreters import ad, batching, lowering, staging
+from tracejax._src.interpreters import ad, batching, lowering, pmap_nested, staging
 from tracejax._src.lax import parallel
 from tracejax._src.runtime import backend as xb
 from tracejax._src.runtime import sharding as sharding_mod
@@ -119,12 +129,30 @@ def _local_part(devices):
 
 class _Compiled:
   """A body compiled for `devices`: run it on per-device argument Arrays (after
-  `const_bufs`, constants of the program, replicated)."""
-  __slots__ = ("exe", "devices", "out_avals", "n", "const_bufs")
+  `const_bufs`, constants of the program, replicated).
 
-  def __init__(self, exe, devices, out_avals, const_bufs):
+  A plain pmap's mapped arguments and results are laid out by `psharding` (a
+  PmapSharding); a nested pmap's (pmap_nested.py) by the NamedShardings
+  `in_shardings` (one per body argument) and `out_shardings` over its device grid,
+  its constants by `const_sharding`."""
+  __slots__ = ("exe", "devices", "out_avals", "n", "const_bufs", "psharding",
+               "in_shardings", "out_shardings", "const_sharding")
+
+  def __init__(self, exe, devices, out_avals, const_bufs, psharding=None, in_shardings=None,
+               out_shardings=None, const_sharding=None):
     self.exe, self.devices, self.out_avals, self.n = exe, devices, out_avals, len(devices)
     self.const_bufs = const_bufs
+    self.psharding, self.in_shardings = psharding, in_shardings
+    self.out_shardings, self.const_sharding = out_shardings, const_sharding
+
+  def place(self, x, aval, mapped, i):
+    """Body argument `i` (value `x` of global aval `aval`) on the program's devices;
+    an Array already laid out so is used in place."""
+    if not isinstance(aval.dtype, np.dtype):  # key arrays (prng.py) travel as their data
+      x, aval = aval.dtype.physical_value(x), aval.dtype.physical_aval(aval)
+    if self.in_shardings is None:
+      return sharding_mod.shard_to_devices(x, aval, self.devices, mapped)
+    return sharding_mod.put_sharded(x, aval, self.in_shardings[i])
 
   def execute(self, bufs):
     return self.exe.execute(self.const_bufs + bufs)
@@ -153,11 +181,33 @@ def _block_jaxpr(call_jaxpr, mapped, axis_name, n):
     return staging.trace_to_jaxpr(f, in_avals)
 
 
-def _compile(call_jaxpr, axis_name, devices, name, mapped):
+def _program_devices(call_jaxpr, n, devices, backend_name):
+  """(devices, levels) of the program of a pmap over `n` members with body
+  `call_jaxpr`: `levels` are the axes of the pmaps nested in it (pmap_nested.py), which
+  multiply the device count (a grid of n * inner sizes devices)."""
+  levels = pmap_nested.inner_axes(call_jaxpr, xla_pmap_p)
+  if not levels:
+    return _pmap_devices(n, devices, backend_name), ()
+  if devices is not None:
+    raise ValueError("Nested pmap with explicit devices argument: give `devices` to "
+                     "neither the inner nor the outer pmap")
+  every = xb.devices(backend_name) if backend_name else xb.devices()
+  local = xb.local_devices(backend_name) if backend_name else xb.local_devices()
+  if len(every) != len(local):
+    raise ValueError("a nested pmap cannot span several processes (jax.distributed)")
+  total = n * math.prod(s for _, s in levels)
+  return _pmap_devices(total, None, backend_name), tuple(levels)
+
+
+def _compile(call_jaxpr, axis_name, devices, name, mapped, levels=()):
   key = (id(call_jaxpr), axis_name, devices, tuple(mapped))
   hit = _compiled_cache.get(key)
   if hit is not None and hit[0] is call_jaxpr:
     return hit[1]
+  if levels:
+    c = _compile_nested(call_jaxpr, axis_name, devices, name, mapped, levels)
+    _compiled_cache[key] = (call_jaxpr, c)
+    return c
   n = len(devices)
   platform = devices[0].client.platform
   jaxpr, consts = _block_jaxpr(call_jaxpr, mapped, axis_name, n)
@@ -168,21 +218,42 @@ def _compile(call_jaxpr, axis_name, devices, name, mapped):
   local = _local_part(devices)
   out_avals = [v.aval.update(shape=(len(local),) + tuple(v.aval.shape))
                for v in call_jaxpr.outvars]
-  psharding = sharding_mod.pmap_sharding(local)
+  psharding = sharding_mod.pmap_sharding(local, axis_name if isinstance(axis_name, str)
+                                         else None)
   exe = xb.compile(text, out_avals, devices=devices, num_replicas=n, committed=True,
                    out_shardings=[psharding] * len(out_avals), name=f"pmap_{name}")
   const_bufs = [sharding_mod.shard_to_devices(c, get_aval(c), local, False)
                 for c in consts]
-  c = _Compiled(exe, local, out_avals, const_bufs)
+  c = _Compiled(exe, local, out_avals, const_bufs, psharding)
   if len(_compiled_cache) > 4096:
     _compiled_cache.clear()
   _compiled_cache[key] = (call_jaxpr, c)
   return c
 
 
+def _compile_nested(call_jaxpr, axis_name, devices, name, mapped, levels):
+  """A pmap whose body holds pmaps over `levels`, as one replicated program over the
+  grid of `devices` (pmap_nested.py): its arguments and results are laid out by
+  NamedShardings over the grid's Mesh."""
+  n = len(devices) // math.prod(s for _, s in levels)
+  axes = ((axis_name, n),) + tuple(levels)
+  jaxpr, consts, rows_in, rows_out = pmap_nested.block_jaxpr(
+      call_jaxpr, mapped, (axis_name, n), levels, xla_pmap_p)
+  text, _ = lowering.lower_jaxpr(jaxpr, name=f"pmap_{name}",
+                                 platform=devices[0].client.platform,
+                                 num_replicas=len(devices), axis_env=axes)
+  mesh = pmap_nested.grid_mesh(devices, axes)
+  ins, outs, rep = pmap_nested.layouts(mesh, mapped, rows_in, rows_out)
+  out_avals = [v.aval.update(shape=(n,) + tuple(v.aval.shape)) for v in call_jaxpr.outvars]
+  exe = xb.compile(text, out_avals, devices=devices, num_replicas=len(devices),
+                   committed=True, out_shardings=outs, name=f"pmap_{name}")
+  const_bufs = [sharding_mod.put_sharded(c, get_aval(c), rep) for c in consts]
+  return _Compiled(exe, devices, out_avals, const_bufs, None, ins, outs, rep)
+
+
 def _execute(compiled, args, mapped_invars):
-  bufs = [sharding_mod.shard_to_devices(x, _global_aval(x), compiled.devices, m)
-          for x, m in zip(args, mapped_invars)]
+  bufs = [compiled.place(x, _global_aval(x), m, i)
+          for i, (x, m) in enumerate(zip(args, mapped_invars))]
   return compiled.execute(bufs)
 
 
@@ -194,8 +265,8 @@ def _global_aval(x):
 
 def _xla_pmap_impl(*args, call_jaxpr, axis_name, axis_size, mapped_invars, devices, backend,
                    name, **_):
-  devs = _pmap_devices(axis_size, devices, backend)
-  return _execute(_compile(call_jaxpr, axis_name, devs, name, mapped_invars), args,
+  devs, levels = _program_devices(call_jaxpr, axis_size, devices, backend)
+  return _execute(_compile(call_jaxpr, axis_name, devs, name, mapped_invars, levels), args,
                   mapped_invars)
 
 
@@ -307,8 +378,9 @@ batching.primitive_batchers[xla_pmap_p] = _xla_pmap_batch
 
 
 def _xla_pmap_lowering(ctx, *args, call_jaxpr, axis_name, axis_size, mapped_invars, **_):
-  """An xla_pmap inside another program (jit of pmap, pmap of pmap): its body runs as a
-  vmap with the axis name, on the enclosing program's device(s)."""
+  """An xla_pmap inside another program (jit of pmap; a pmap nested in a pmap body that
+  pmap_nested.py does not inline, e.g. inside a cond): its body runs as a vmap with the
+  axis name, on the enclosing program's device(s)."""
   if _.get("global_axis_size"):
     raise ValueError("a pmap spanning several processes (jax.distributed) cannot be staged "
                      "into another jit or pmap; call it at the top level")
@@ -503,30 +575,32 @@ class PmapFunction:
     body, consts, out_tree = self._trace(args, static, in_tree, leaves, dims, len(devices))
     if any(isinstance(c, Tracer) for c in consts):
       return None
+    levels = ()
+    if pmap_nested.contains_pmap(body, xla_pmap_p):   # nested pmaps: a grid of devices
+      devices, levels = _program_devices(body, n, self.devices, self.backend)
     e = _Entry()
     e.mapped = [False] * len(consts) + [d is not None for d in dims]
-    e.compiled = _compile(body, self._anon, devices, self._name, e.mapped)
-    devices = e.compiled.devices  # this process's
+    e.compiled = _compile(body, self._anon, devices, self._name, e.mapped, levels)
     e.dims = [d if d is None else d % max(np.ndim(x), 1) for x, d in zip(leaves, dims)]
-    e.const_bufs = [sharding_mod.shard_to_devices(c, get_aval(c), devices, False)
-                    for c in consts]
+    e.const_bufs = [e.compiled.place(c, get_aval(c), False, i) for i, c in enumerate(consts)]
     e.out_tree = out_tree
     e.per_out_avals = [v.aval for v in body.outvars]
     e.out_dims = self._out_dims(out_tree, len(body.outvars))
     return e
 
   def _run(self, e, leaves):
-    devices = e.compiled.devices
+    c = e.compiled
     bufs = list(e.const_bufs)
-    for x, d in zip(leaves, e.dims):
+    k = len(bufs)
+    for i, (x, d) in enumerate(zip(leaves, e.dims)):
       if d is None:
-        bufs.append(sharding_mod.shard_to_devices(x, _global_aval(x), devices, False))
+        bufs.append(c.place(x, _global_aval(x), False, k + i))
       elif d == 0:
-        bufs.append(sharding_mod.shard_to_devices(x, _global_aval(x), devices, True))
+        bufs.append(c.place(x, _global_aval(x), True, k + i))
       else:  # the mapped axis is not leading: move it first (on the host)
         v = np.moveaxis(np.asarray(x), d, 0)
-        bufs.append(sharding_mod.shard_to_devices(v, get_aval(v), devices, True))
-    outs = e.compiled.execute(bufs)
+        bufs.append(c.place(v, get_aval(v), True, k + i))
+    outs = c.execute(bufs)
     return tree_util.tree_unflatten(e.out_tree, [_out_axis(o, d, a) for o, d, a in
                                                  zip(outs, e.out_dims, e.per_out_avals)])
 
@@ -561,6 +635,9 @@ def _out_axis(o, d, per_aval):
     return o
   if d is None:  # every member computed the same value: take the first device's
     buf = o._arrays[0]
+    if type(o._sharding) is not sharding_mod.PmapSharding:   # a nested pmap's
+      return xb.device_put(np.ascontiguousarray(np.asarray(o)[0]),
+                           sharding_mod.device_of_single(buf), per_aval)
     return xb.device_put(np.ascontiguousarray(xb.to_numpy(buf)[0]),
                          sharding_mod.device_of_single(buf), per_aval)
   return xb.device_put(np.ascontiguousarray(np.moveaxis(np.asarray(o), 0, d)),
@@ -601,7 +678,10 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
 
   Returns:
     The mapped function. Its outputs are Arrays sharded over the devices
-    (`PmapSharding`): each member's result stays on its device.
+    (`PmapSharding`): each member's result stays on its device. When `fun` itself
+    calls pmap (`pmap(pmap(f, 'j'), 'i')`), the program spans outer size x inner size
+    devices laid out as a grid, one inner member per device, and the outputs are laid
+    out by NamedShardings over that grid (a Mesh with axes named after the pmaps').
 
   >>> pmap(lambda x: x / lax.psum(x, 'i'), axis_name='i')(jnp.arange(1., 3.))  # doctest: +SKIP
   DeviceArray([0.33333334, 0.6666667 ], dtype=float32)
@@ -633,12 +713,16 @@ def _cpp_pmap(pf):
     out, e = pf._call_with_entry(args, kwargs)
     fastpath = None
     if e is not None and all(d == 0 for d in e.dims) and all(d == 0 for d in e.out_dims):
-      psh = sharding_mod.pmap_sharding(e.compiled.devices)
-      consts = e.compiled.const_bufs + e.const_bufs
-      n_in = len(consts) + len(e.dims)
+      c = e.compiled
+      consts = c.const_bufs + e.const_bufs
       out_treedef = xb.pytree_registry.flatten(out)[1]
-      fastpath = xb.fastpath_data_sharded(e.compiled.exe, out_treedef, [psh] * n_in,
-                                          [psh] * len(e.out_dims), consts)
+      if c.in_shardings is None:
+        psh = c.psharding
+        ins, outs = [psh] * (len(consts) + len(e.dims)), [psh] * len(e.out_dims)
+      else:   # a nested pmap: NamedShardings over its device grid
+        ins = [c.const_sharding] * len(c.const_bufs) + list(c.in_shardings)
+        outs = list(c.out_shardings)
+      fastpath = xb.fastpath_data_sharded(c.exe, out_treedef, ins, outs, consts)
     return out, fastpath, False
 
   # `pf` as the function: under `disable_jit` the C++ dispatcher calls it directly.
@@ -733,6 +817,21 @@ def compile_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh
   `devices`, each argument laid out by `in_shardings` (Sharding objects), each result by
   `out_shardings` (None entries: XLA's choice, as a NamedSharding over `mesh` when one
   describes it)."""
+  return compile_lowered_spmd(lower_spmd(jaxpr, consts, name, devices, in_shardings,
+                                         out_shardings, mesh, donated))
+
+
+class SpmdLowering:
+  """An SPMD program lowered but not compiled (what `jit(f).lower(...)` of a sharded
+  signature holds): its StableHLO `text` (with `mhlo.num_partitions` and the
+  `mhlo.sharding` of each argument and requested result) and what compiling needs."""
+  __slots__ = ("text", "devices", "in_shardings", "out_shardings", "out_avals", "mesh",
+               "consts", "rep", "name")
+
+
+def lower_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh=None,
+               donated=None):
+  """Lower `jaxpr` as `compile_spmd` does, without compiling: a `SpmdLowering`."""
   devices = tuple(devices)
   n = len(devices)
   platform = devices[0].client.platform
@@ -742,6 +841,14 @@ def compile_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh
     rep = sharding_mod.GSPMDSharding(devices, xb.xc.HloSharding.replicate())
   in_avals = [v.aval for v in jaxpr.invars]
   out_avals = [v.aval for v in jaxpr.outvars]
+  if sharding_mod.aval_typer is not None:
+    # Sharding in types (sharding_explicit.py): a typed result is laid out by its type
+    # unless a sharding is asked for, and then its type follows that sharding.
+    from tracejax._src import sharding_explicit as _se
+    out_avals = [a if s is None else _se.retype(a, s)
+                 for s, a in zip(out_shardings, out_avals)]
+    out_shardings = [s if s is not None else _se.out_sharding_of(a)
+                     for s, a in zip(out_shardings, out_avals)]
   const_sh = [rep] * len(consts)
   all_in = const_sh + list(in_shardings)
   in_hlos = [s._to_xla_hlo_sharding(len(v.aval.shape))
@@ -750,7 +857,18 @@ def compile_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh
               for s, a in zip(out_shardings, out_avals)]
   with _spmd_lowering(n):
     text, _ = lowering.lower_jaxpr(jaxpr, name=name, platform=platform, donated=donated)
-  text = _set_shardings(text, n, in_hlos, out_hlos)
+  low = SpmdLowering()
+  low.text = _set_shardings(text, n, in_hlos, out_hlos)
+  low.devices, low.in_shardings, low.out_shardings = devices, all_in, list(out_shardings)
+  low.out_avals, low.mesh, low.consts, low.rep, low.name = out_avals, mesh, consts, rep, name
+  return low
+
+
+def compile_lowered_spmd(low, compiler_options=None):
+  """Compile a `SpmdLowering` (partition i on `low.devices[i]`): a `SpmdExecutable`
+  whose results XLA did not get a sharding for take the one its partitioner chose."""
+  devices, mesh, out_avals, text = low.devices, low.mesh, low.out_avals, low.text
+  out_shardings, n = low.out_shardings, len(devices)
   chosen = []
 
   def resolve(loaded):
@@ -769,14 +887,14 @@ def compile_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh
     return res
 
   exe = xb.compile(text, out_avals, devices=devices, num_partitions=n, committed=True,
-                   out_shardings=resolve, name=name,
+                   out_shardings=resolve, name=low.name, compiler_options=compiler_options,
                    propagate_outputs=tuple(s is None for s in out_shardings)
                    if any(s is None for s in out_shardings) else None)
   e = SpmdExecutable()
-  e.exe, e.devices, e.in_shardings, e.text = exe, devices, all_in, text
+  e.exe, e.devices, e.in_shardings, e.text = exe, devices, low.in_shardings, text
   e.out_shardings = chosen
   e.out_avals = out_avals
-  e.const_bufs = [sharding_mod.put_sharded(c, get_aval(c), rep) for c in consts]
+  e.const_bufs = [sharding_mod.put_sharded(c, get_aval(c), low.rep) for c in low.consts]
   return e
 
 
@@ -899,13 +1017,87 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw, staged=No
   """Run `jitted` as an SPMD program: its `in_shardings`/`out_shardings`, else the
   shardings of its committed sharded arguments, else (`staged`, a `StagedSpmd`) over
   the mesh of the shard_maps/constraints it holds. Returns (output, cache entry)."""
+  ins, devices, mesh, out_spec = _resolve_spmd(
+      jitted, leaves, in_avals, dyn, dkw, staged.mesh if staged is not None else None)
+  ckey = ("spmd", key, tuple(ins))
+  e = jitted._cache.get(ckey)
+  if e is None:
+    if staged is not None:
+      jaxpr, consts, out_tree = staged.jaxpr, staged.consts, staged.out_tree
+    else:
+      jaxpr, consts, out_tree = jitted._trace(in_tree, in_avals, svals)
+    outs = _out_shardings(out_spec, out_tree, [v.aval for v in jaxpr.outvars], mesh)
+    e = _SpmdEntry()
+    e.jaxpr, e.consts, e.out_tree = jaxpr, consts, out_tree
+    e.prog = compile_spmd(jaxpr, consts, f"jit_{jitted._name}", devices, ins, outs, mesh,
+                          jitted._donated(dyn, dkw))
+    jitted._cache[ckey] = e
+  outs = e.prog.execute(leaves, in_avals)
+  return tree_util.tree_unflatten(e.out_tree, outs), e
+
+
+class SpmdLayout:
+  """The SPMD layout of one signature of a jitted function (for its AOT stages): the
+  program's devices, a sharding per argument leaf, a sharding (or None: XLA's choice)
+  per result, and the mesh results are described over."""
+  __slots__ = ("devices", "in_shardings", "out_shardings", "mesh")
+
+  def __init__(self, devices, in_shardings, out_shardings, mesh):
+    self.devices, self.in_shardings = tuple(devices), list(in_shardings)
+    self.out_shardings, self.mesh = list(out_shardings), mesh
+
+
+def stage_spmd(jitted, leaves, in_avals, dyn, dkw, jaxpr, out_tree):
+  """Where `jitted`'s call would run for these argument leaves and its traced `jaxpr`:
+  a `SpmdLayout` for an SPMD program (in_shardings/out_shardings given, arguments laid
+  out over several devices, or shard_maps/constraints over a mesh inside); else the
+  Device of its committed arguments, `jit(device=...)` or `jax.default_device` when
+  that is not the default one; else None. `jit(f).trace/lower` ask here (stages.py)."""
+  staged = staged_mesh(jaxpr)
+  if jitted._shardings is None and staged is None and not any(
+      sharding_mod.is_spmd_sharding(_leaf_sharding(x)) for x in leaves):
+    if jitted.device is None and jitted.backend is None and \
+        not sharding_mod.needs_placement(leaves):
+      return None
+    return sharding_mod.placement(leaves, jitted._name, jitted._requested_device())[0]
+  ins, devices, mesh, out_spec = _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged)
+  outs = _out_shardings(out_spec, out_tree, [v.aval for v in jaxpr.outvars], mesh)
+  return SpmdLayout(devices, ins, outs, mesh)
+
+
+def _leaf_sharding(x):
+  """The sharding of a jit argument leaf: an Array's (a PmapSharding as its SPMD view),
+  a ShapeDtypeStruct's `.sharding` (for `jit(f).lower(ShapeDtypeStruct(...))`), else
+  None."""
+  if type(x) is Array:
+    return spmd_view(x._sharding)
+  if isinstance(x, (Tracer, np.ndarray, np.generic)) or not hasattr(x, "dtype"):
+    return None
+  return spmd_view(getattr(x, "sharding", None))
+
+
+def _out_shardings(out_spec, out_tree, out_avals, mesh):
+  """One sharding (None: left to XLA) per result leaf, from jit's `out_shardings`."""
+  outs = _leaf_shardings(out_spec, tree_util.tree_unflatten(out_tree, out_avals),
+                         "jit out_shardings")
+  outs = [_as_sharding(s, mesh, "jit out_shardings") for s in outs]
+  for s, a in zip(outs, out_avals):
+    if s is not None:
+      _check_jit_shape(s, tuple(a.shape), "pjit outputs")
+  return outs
+
+
+def _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged_mesh_=None):
+  """(a sharding per argument leaf, the program's devices, its mesh or None, jit's
+  out_shardings) of an SPMD call of `jitted`; `staged_mesh_`: the mesh of the
+  shard_maps/constraints its jaxpr holds, if any."""
   opts = jitted._shardings
   in_spec, out_spec = (opts[2], opts[3]) if opts is not None else (None, None)
   if isinstance(in_spec, list):
     in_spec = tuple(in_spec)
   given = _leaf_shardings(in_spec, tuple(dyn), "jit in_shardings") + \
       [None] * len(tree_util.tree_leaves(dkw))
-  arg_sh = [x._sharding if type(x) is Array else None for x in leaves]
+  arg_sh = [_leaf_sharding(x) for x in leaves]
   mesh = _pick_mesh([s for s in given if s is not None] +
                     [s for s in arg_sh if isinstance(s, sharding_mod.NamedSharding)])
   if mesh is None and out_spec is not None:
@@ -913,8 +1105,7 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw, staged=No
         out_spec, is_leaf=lambda s: isinstance(s, sharding_mod.Sharding))
         if isinstance(s, sharding_mod.Sharding)])
   given = [_as_sharding(s, mesh, "jit in_shardings") for s in given]
-  mesh = mesh or _pick_mesh(given) or (staged.mesh if staged is not None else None) or \
-      sharding_mod.current_mesh()
+  mesh = mesh or _pick_mesh(given) or staged_mesh_ or sharding_mod.current_mesh()
   devices = None
   for s in given + [s for s in arg_sh if sharding_mod.is_spmd_sharding(s)]:
     if s is not None and devices is None:
@@ -932,11 +1123,12 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw, staged=No
       if sharding_mod.is_spmd_sharding(xs):
         s = xs
       elif type(x) is Array and x._committed and type(xs) is sharding_mod.SingleDeviceSharding \
-          and xs._device not in devices:
+          and (xs._device,) != tuple(devices):
+        # As JAX: a committed array cannot join a program over other devices.
         raise ValueError(
-            f"Received incompatible devices for jitted computation. Got argument {i} of "
-            f"{jitted._name} committed to {xs._device} and shardings over devices "
-            f"{[d.id for d in devices]}")
+            f"Received incompatible devices for jitted computation. Got "
+            f"{sharding_mod._describe(x, f'{i} of {jitted._name}')} and shardings over "
+            f"device ids {[d.id for d in devices]}")
       else:
         s = rep
     if tuple(s._device_assignment) != tuple(devices):
@@ -946,30 +1138,39 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw, staged=No
           f"others with devices {[d.id for d in devices]}")
     _check_jit_shape(s, tuple(a.shape), f"pjit arguments with pytree key path args[{i}]")
     ins.append(s)
-  ckey = ("spmd", key, tuple(ins))
-  e = jitted._cache.get(ckey)
-  if e is None:
-    if staged is not None:
-      jaxpr, consts, out_tree = staged.jaxpr, staged.consts, staged.out_tree
-    else:
-      jaxpr, consts, out_tree = jitted._trace(in_tree, in_avals, svals)
-    out_avals = [v.aval for v in jaxpr.outvars]
-    outs = _leaf_shardings(out_spec, tree_util.tree_unflatten(out_tree, out_avals),
-                           "jit out_shardings")
-    outs = [_as_sharding(s, mesh, "jit out_shardings") for s in outs]
-    for s, a in zip(outs, out_avals):
-      if s is not None:
-        _check_jit_shape(s, tuple(a.shape), "pjit outputs")
-    e = _SpmdEntry()
-    e.jaxpr, e.consts, e.out_tree = jaxpr, consts, out_tree
-    e.prog = compile_spmd(jaxpr, consts, f"jit_{jitted._name}", devices, ins, outs, mesh,
-                          jitted._donated(dyn, dkw))
-    jitted._cache[ckey] = e
-  outs = e.prog.execute(leaves, in_avals)
-  return tree_util.tree_unflatten(e.out_tree, outs), e
+  return ins, devices, mesh, out_spec
 
 
 # ---- eager primitives on sharded arrays: run sharded, as in JAX ----
+
+_pmap_views = {}
+
+
+def spmd_view(s):
+  """The sharding an SPMD program gives an argument laid out by `s`: `s` itself, except
+  that a PmapSharding (a pmap's result) becomes the NamedSharding over a 1-d mesh of its
+  devices that puts the same blocks there (its leading axis split over the mesh axis,
+  named after the pmap's axis as in JAX, else `_internal_pmap_axis_name`). The
+  buffers are the same, so the array joins the program without a copy
+  (`sharding.relabel`); the program's results are NamedShardings over that mesh."""
+  if type(s) is not sharding_mod.PmapSharding:
+    return s
+  key = (s._devices, s._axis_name)
+  v = _pmap_views.get(key)
+  if v is None:
+    name = s._axis_name if isinstance(s._axis_name, str) else "_internal_pmap_axis_name"
+    mesh = sharding_mod.Mesh(np.array(s._devices, dtype=object), (name,))
+    v = _pmap_views[key] = sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec(name))
+  return v
+
+
+def _arg_spmd_sharding(x):
+  """The SPMD sharding of argument `x` if it is laid out over devices (else None)."""
+  if type(x) is not Array:
+    return None
+  s = spmd_view(x._sharding)
+  return s if sharding_mod.is_spmd_sharding(s) else None
+
 
 _prim_spmd = {}
 
@@ -978,21 +1179,24 @@ def apply_spmd(prim, args, avals, params, params_key):
   """One primitive on arguments among which some are laid out over a mesh: an SPMD
   program whose inputs keep their shardings (others replicated) and whose outputs
   take the shardings XLA's partitioner chose."""
-  shs = [x._sharding if type(x) is Array and sharding_mod.is_spmd_sharding(x._sharding)
-         else None for x in args]
+  shs = [_arg_spmd_sharding(x) for x in args]
   mesh = _pick_mesh([s for s in shs if s is not None])
-  devices = next(s._device_assignment for s in shs if s is not None)
+  first = next(i for i, s in enumerate(shs) if s is not None)
+  devices = shs[first]._device_assignment
   rep = (sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec()) if mesh is not None
          else sharding_mod.GSPMDSharding(devices, xb.xc.HloSharding.replicate()))
   ins = []
-  for i, s in enumerate(shs):
-    if s is None:
-      s = rep
-    elif tuple(s._device_assignment) != tuple(devices):
-      raise ValueError(f"Received incompatible devices for {prim.name}: arguments laid "
-                       f"out over devices {[d.id for d in devices]} and "
-                       f"{[d.id for d in s._device_assignment]}")
-    ins.append(s)
+  for i, (x, s) in enumerate(zip(args, shs)):
+    # As JAX: committed arguments must all live on the same devices (an uncommitted
+    # one is replicated onto them).
+    if (s is None and type(x) is Array and x._committed and
+        tuple(x._sharding._device_assignment) != tuple(devices)) or \
+        (s is not None and tuple(s._device_assignment) != tuple(devices)):
+      raise ValueError(
+          "Received incompatible devices for jitted computation. Got "
+          f"{sharding_mod._describe(args[first], f'{first} of {prim.name}')} and "
+          f"{sharding_mod._describe(x, f'{i} of {prim.name}')}")
+    ins.append(rep if s is None else s)
   key = (prim, params_key, tuple(avals), tuple(ins))
   prog = _prim_spmd.get(key)
   if prog is None:

@@ -78,14 +78,21 @@ def canonicalize_precision(precision):
 # dot_general
 # =============================================================================
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
   """More general contraction operator (wraps XLA's DotGeneral).
 
   `dimension_numbers` is `((lhs_contracting_dims, rhs_contracting_dims),
   (lhs_batch_dims, rhs_batch_dims))`. The result has the batch dimensions,
   then lhs's free dimensions, then rhs's. `preferred_element_type` asks for a
-  wider output dtype (e.g. int32 from int8 inputs).
+  wider output dtype (e.g. int32 from int8 inputs). `out_sharding=` (a NamedSharding,
+  or a PartitionSpec under `jax.set_mesh`) lays the result out so.
   """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # the sharding-in-types layer, above lax
+    return sharding_explicit.with_out_sharding(lambda: dot_general(
+        lhs, rhs, dimension_numbers, precision, preferred_element_type), out_sharding,
+        "dot_general")
   try:
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
   except (TypeError, ValueError):

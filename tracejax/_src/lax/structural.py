@@ -242,12 +242,18 @@ def expand_dims(array, dimensions):
 # reshape
 # =============================================================================
 
-def reshape(operand, new_sizes, dimensions=None):
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
   """Wraps XLA's Reshape operator.
 
   With `dimensions`, the operand is first transposed by that permutation (the
   XLA convention), then reshaped to `new_sizes`; the total size is unchanged.
+  `out_sharding=` (a NamedSharding, or a PartitionSpec under `jax.set_mesh`) lays the
+  result out so (for reshapes of split axes that Explicit sharding cannot type).
   """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # the sharding-in-types layer, above lax
+    return sharding_explicit.with_out_sharding(
+        lambda: reshape(operand, new_sizes, dimensions), out_sharding, "reshape")
   new_sizes = canonicalize_shape(new_sizes)
   same_shape = _shape(operand) == new_sizes
   if dimensions is None:
@@ -703,6 +709,8 @@ def full(shape, fill_value, dtype=None):
   if np.shape(fill_value):
     raise TypeError("full must be called with scalar fill_value, got fill_value.shape "
                     f"{np.shape(fill_value)}.")
+  if dtype is not None and dtypes._extended_type_of(dtype) is not None:
+    return dtype.full(shape, fill_value)  # typed PRNG keys: their dtype's rule (prng.py)
   if dtype is not None:
     dtypes.check_user_dtype_supported(dtype, "full")
   weak_type = dtype is None and dtypes.is_weakly_typed(fill_value)

@@ -8,9 +8,38 @@ import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.core.trace import Tracer
-from tracejax._src.numpy import (indexing, products, reductions, searching, shape_ops,
-                                 ufuncs, util)
+from tracejax._src.numpy import shape_ops, ufuncs, util
 from tracejax._src.runtime.array import Array
+
+
+class _Deferred:
+  """The function `name` of numpy/`module`.py as an array method, imported on first use.
+
+  numpy/reductions.py and numpy/products.py (with lax/reductions.py and lax/dot.py
+  under them) are not needed to run a first operation, so `import tracejax.numpy`
+  leaves them out. The first lookup of such a method (`x.sum`) imports the module and
+  puts the real function in this stand-in's place on the classes, so later calls
+  cost nothing extra; an operator (`x @ y`) calls the stand-in, which calls it.
+  """
+
+  def __init__(self, module, name):
+    self.module, self.name, self.attr, self.fn = module, name, None, None
+
+  def resolve(self):
+    if self.fn is None:
+      import importlib
+      self.fn = getattr(importlib.import_module(f"tracejax._src.numpy.{self.module}"),
+                        self.name)
+      for cls in (Tracer, Array):
+        if self.attr is not None and cls.__dict__.get(self.attr) is self:
+          setattr(cls, self.attr, self.fn)
+    return self.fn
+
+  def __get__(self, obj, cls=None):
+    return self.resolve().__get__(obj, cls)
+
+  def __call__(self, *args, **kwargs):
+    return self.resolve()(*args, **kwargs)
 
 
 # ---- operators ----
@@ -59,9 +88,9 @@ def _rpow(self, other, mod=None):
 _BINARY = {
     "add": ufuncs.add, "sub": ufuncs.subtract, "mul": ufuncs.multiply,
     "truediv": ufuncs.true_divide, "floordiv": ufuncs.floor_divide, "mod": ufuncs.remainder,
-    "divmod": ufuncs.divmod, "matmul": products.matmul, "and": ufuncs.bitwise_and,
-    "or": ufuncs.bitwise_or, "xor": ufuncs.bitwise_xor, "lshift": ufuncs.left_shift,
-    "rshift": ufuncs.right_shift,
+    "divmod": ufuncs.divmod, "matmul": _Deferred("products", "matmul"),
+    "and": ufuncs.bitwise_and, "or": ufuncs.bitwise_or, "xor": ufuncs.bitwise_xor,
+    "lshift": ufuncs.left_shift, "rshift": ufuncs.right_shift,
 }
 _COMPARISONS = {
     "lt": ufuncs.less, "le": ufuncs.less_equal, "gt": ufuncs.greater,
@@ -112,7 +141,8 @@ def _iter(self):
   """Iterate over the leading axis."""
   if not self.shape:
     raise TypeError("iteration over a 0-d array")
-  return (indexing.getitem(self, i) for i in range(self.shape[0]))
+  getitem = _indexing().getitem
+  return (getitem(self, i) for i in range(self.shape[0]))
 
 
 def _round(self, decimals=0, out=None):
@@ -132,6 +162,7 @@ def _clip(self, min=None, max=None, out=None, **kw):
 
 
 def _dot(self, b, *, precision=None, preferred_element_type=None):
+  from tracejax._src.numpy import products
   return products.dot(self, b, precision=precision,
                       preferred_element_type=preferred_element_type)
 
@@ -144,6 +175,7 @@ def _copy(self):
 
 
 def _nonzero(self, *, size=None, fill_value=None):
+  from tracejax._src.numpy import searching
   return searching.nonzero(self, size=size, fill_value=fill_value)
 
 
@@ -174,8 +206,42 @@ def _argpartition_method(self, kth, axis=-1):
   return sorting.argpartition(self, kth, axis)
 
 
+# ---- indexing: numpy/indexing.py is imported on the first `x[i]` or `x.at` ----
+# It and lax/gather.py under it are a tenth of jax.numpy's code, not needed to run a
+# first operation: until the first use these stand-ins take the places of its
+# functions, and then put the real ones in (on the classes where nothing has wrapped
+# a stand-in meanwhile, as prng.py does for key tracers: its wrapper keeps calling
+# the stand-in, which calls indexing.py).
+
+_indexing_module = None
+
+
+def _indexing():
+  global _indexing_module
+  if _indexing_module is None:
+    from tracejax._src.numpy import indexing
+    for cls in (Tracer, Array):
+      if cls.__dict__.get("__getitem__") is _getitem:
+        cls.__getitem__ = indexing.getitem
+      at = cls.__dict__.get("at")
+      if isinstance(at, property) and at.fget is _at:
+        cls.at = property(indexing.IndexUpdateHelper)
+    _indexing_module = indexing
+  return _indexing_module
+
+
+def _getitem(self, idx):
+  """`self[idx]`: NumPy's basic and advanced indexing (see numpy/indexing.py)."""
+  return _indexing().getitem(self, idx)
+
+
+def _at(self):
+  """`self.at[idx].set(v)`, `.add(v)`, `.get()`, ...: functional updates."""
+  return _indexing().IndexUpdateHelper(self)
+
+
 _METHODS = {
-    "__getitem__": indexing.getitem,
+    "__getitem__": _getitem,
     "__iter__": _iter,
     "__round__": _dunder_round,
     "__pow__": _pow,
@@ -188,27 +254,27 @@ _METHODS = {
     "squeeze": shape_ops.squeeze,
     "swapaxes": shape_ops.swapaxes,
     "repeat": shape_ops.repeat,
-    "sum": reductions.sum,
-    "prod": reductions.prod,
-    "max": reductions.max,
-    "min": reductions.min,
-    "mean": reductions.mean,
-    "var": reductions.var,
-    "std": reductions.std,
-    "all": reductions.all,
-    "any": reductions.any,
-    "argmax": reductions.argmax,
-    "argmin": reductions.argmin,
-    "cumsum": reductions.cumsum,
-    "cumprod": reductions.cumprod,
-    "ptp": reductions.ptp,
+    "sum": _Deferred("reductions", "sum"),
+    "prod": _Deferred("reductions", "prod"),
+    "max": _Deferred("reductions", "max"),
+    "min": _Deferred("reductions", "min"),
+    "mean": _Deferred("reductions", "mean"),
+    "var": _Deferred("reductions", "var"),
+    "std": _Deferred("reductions", "std"),
+    "all": _Deferred("reductions", "all"),
+    "any": _Deferred("reductions", "any"),
+    "argmax": _Deferred("reductions", "argmax"),
+    "argmin": _Deferred("reductions", "argmin"),
+    "cumsum": _Deferred("reductions", "cumsum"),
+    "cumprod": _Deferred("reductions", "cumprod"),
+    "ptp": _Deferred("reductions", "ptp"),
     "dot": _dot,
     "conj": ufuncs.conjugate,
     "conjugate": ufuncs.conjugate,
     "clip": _clip,
     "round": _round,
-    "diagonal": products.diagonal,
-    "trace": products.trace,
+    "diagonal": _Deferred("products", "diagonal"),
+    "trace": _Deferred("products", "trace"),
     "nonzero": _nonzero,
     "sort": _sort_method,
     "argsort": _argsort_method,
@@ -222,7 +288,7 @@ _PROPERTIES = {
     "mT": lambda self: shape_ops.swapaxes(self, -1, -2),
     "real": ufuncs.real,
     "imag": ufuncs.imag,
-    "at": indexing.IndexUpdateHelper,
+    "at": _at,
     "nbytes": lambda self: self.size * self.dtype.itemsize,
     "itemsize": lambda self: self.dtype.itemsize,
 }
@@ -249,6 +315,8 @@ def attach(*classes):
   table = _table()
   for cls in classes:
     for name, value in table.items():
+      if isinstance(value, _Deferred):
+        value.attr = name
       setattr(cls, name, value)
 
 
@@ -260,6 +328,7 @@ attach(Tracer, Array)
 def _take_method(self, indices, axis=None, out=None, mode=None, unique_indices=False,
                  indices_are_sorted=False, fill_value=None):
   """Elements of the array at `indices` along `axis` (see jnp.take)."""
+  indexing = _indexing()
   return indexing.take(self, indices, axis, out, mode, unique_indices=unique_indices,
                        indices_are_sorted=indices_are_sorted, fill_value=fill_value)
 
@@ -277,19 +346,29 @@ def _compress_method(self, condition, axis=None, *, out=None, size=None, fill_va
                              out=out)
 
 
+def _from_array_api(name):
+  """array_api.py's `name`, imported on the first call (it is not needed at import)."""
+  def method(*args, **kwargs):
+    from tracejax._src.numpy import array_api
+    return getattr(array_api, name)(*args, **kwargs)
+  method.__name__ = method.__qualname__ = name
+  method.__doc__ = f"See tracejax/_src/numpy/array_api.py, `{name}`."
+  return method
+
+
 def _modern_methods():
-  from tracejax._src.numpy import array_api
   both = {"take": _take_method, "choose": _choose_method, "compress": _compress_method,
-          "view": array_api.array_view, "byteswap": array_api.array_byteswap,
-          "flat": property(array_api.array_flat)}
+          "view": _from_array_api("array_view"),
+          "byteswap": _from_array_api("array_byteswap"),
+          "flat": property(_from_array_api("array_flat"))}
   for cls in (Tracer, Array):
     for name, value in both.items():
       setattr(cls, name, value)
-  Array.to_device = array_api.array_to_device
-  Array.tobytes = array_api.array_tobytes
+  Array.to_device = _from_array_api("array_to_device")
+  Array.tobytes = _from_array_api("array_tobytes")
   # A tracer's value is unknown: these raise JAX's concretization error.
-  Tracer.item = array_api.tracer_item
-  Tracer.tolist = array_api.tracer_tolist
+  Tracer.item = _from_array_api("tracer_item")
+  Tracer.tolist = _from_array_api("tracer_tolist")
 
 
 _modern_methods()

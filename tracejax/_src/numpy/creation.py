@@ -57,6 +57,9 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
     return _placed(array(object, dtype, copy, order, ndmin), device, out_sharding, "array")
   if order not in (None, "K", "A", "C"):
     raise NotImplementedError(f"jax.numpy.array: only C order is supported, got order={order!r}")
+  if dtypes._extended_type_of(getattr(object, "dtype", None)) is not None and (
+      dtype is None or dtype == object.dtype) and not ndmin:
+    return object  # a key array (extended dtype) is already an array of its kind
   dt = util.check_dtype(dtype, "array")
   if isinstance(object, (Array, Tracer)):
     out = object if dt is None else util.convert(object, dt, False)
@@ -258,8 +261,8 @@ def apply_out_sharding(x, sharding):
   """`x` laid out by `sharding` (from `canonicalize_out_sharding`; None: as is)."""
   if sharding is None:
     return x
-  from tracejax._src.interpreters import pxla  # above jax.numpy's modules
-  return pxla.with_sharding_constraint(x, sharding)
+  from tracejax._src import sharding_explicit  # above jax.numpy's modules
+  return sharding_explicit.reshard(x, sharding)   # (its spec written out per axis, as JAX)
 
 
 def _device_or_out_sharding(device, out_sharding, fun_name):

@@ -16,12 +16,18 @@ from tracejax._src.numpy import products, shape_ops, util
 
 
 def einsum(*operands, optimize="greedy", precision=None, preferred_element_type=None,
-           _use_xeinsum=False):
+           _use_xeinsum=False, out_sharding=None):
   """Evaluate the Einstein summation convention on the operands.
 
   Supports NumPy's subscripts grammar including `...` and the interleaved
-  `einsum(op0, sublist0, op1, sublist1, ..., [sublistout])` form.
+  `einsum(op0, sublist0, op1, sublist1, ..., [sublistout])` form. `out_sharding=` as
+  for `jnp.dot`.
   """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    return sharding_explicit.with_out_sharding(lambda: einsum(
+        *operands, optimize=optimize, precision=precision,
+        preferred_element_type=preferred_element_type), out_sharding, "einsum")
   if not operands:
     raise ValueError("No input operands")
   if isinstance(operands[0], str):

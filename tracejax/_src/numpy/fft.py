@@ -479,84 +479,62 @@ def irfftn(a, s=None, axes=None, norm=None):
   return _fftn("irfftn", FftType.IRFFT, a, s, axes, norm)
 
 
-def fft2(a, s=None, axes=(-2, -1), norm=None):
-  """Two-dimensional discrete Fourier transform (`numpy.fft.fft2`): `fftn` over `axes`.
+_DOC_2D = """{summary}
 
   Args:
-    a: input array.
-    s: transform lengths along `axes` (crop or zero-pad).
+    a: {a_doc}.
+    s: {s_doc}.
     axes: the axes to transform (default: the last two).
     norm: None/"backward", "ortho" or "forward".
 
   Returns:
-    A complex array.
+    {returns}.
 
   Example:
-    >>> jnp.fft.fft2(jnp.array([[1., 2.], [3., 4.]]))
-    DeviceArray([[10.+0.j, -2.+0.j],
-                 [-4.+0.j,  0.+0.j]], dtype=complex64)
+    >>> {example}
   """
-  return _fftn("fft2", FftType.FFT, a, s, axes, norm)
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm=None):
-  """Two-dimensional inverse discrete Fourier transform (`numpy.fft.ifft2`).
-
-  Args:
-    a: input array.
-    s: transform lengths along `axes` (crop or zero-pad).
-    axes: the axes to transform (default: the last two).
-    norm: None/"backward", "ortho" or "forward".
-
-  Returns:
-    A complex array.
-
-  Example:
-    >>> jnp.fft.ifft2(jnp.array([[10., -2.], [-4., 0.]]))
-    DeviceArray([[1.+0.j, 2.+0.j],
-                 [3.+0.j, 4.+0.j]], dtype=complex64)
-  """
-  return _fftn("ifft2", FftType.IFFT, a, s, axes, norm)
+def _two_dim(name, fft_type, summary, a_doc, s_doc, returns, example):
+  """The 2-D member `name` of a family: its n-D transform with `axes` defaulting to the
+  last two. The four share their code and the `_DOC_2D` frame of their docstrings."""
+  def transform(a, s=None, axes=(-2, -1), norm=None):
+    return _fftn(name, fft_type, a, s, axes, norm)
+  transform.__name__ = transform.__qualname__ = name
+  transform.__doc__ = _DOC_2D.format(summary=summary, a_doc=a_doc, s_doc=s_doc,
+                                     returns=returns, example=example)
+  return transform
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm=None):
-  """Two-dimensional transform of a real input (`numpy.fft.rfft2`): `rfftn` over `axes`.
-
-  Args:
-    a: real input array.
-    s: transform lengths along `axes` (crop or zero-pad).
-    axes: the axes to transform (default: the last two).
-    norm: None/"backward", "ortho" or "forward".
-
-  Returns:
-    A complex array with `s[-1] // 2 + 1` entries along `axes[-1]`.
-
-  Example:
-    >>> jnp.fft.rfft2(jnp.array([[1., 2.], [3., 4.]]))
-    DeviceArray([[10.+0.j, -2.+0.j],
-                 [-4.+0.j,  0.+0.j]], dtype=complex64)
-  """
-  return _fftn("rfft2", FftType.RFFT, a, s, axes, norm)
-
-
-def irfft2(a, s=None, axes=(-2, -1), norm=None):
-  """Inverse of `rfft2` (`numpy.fft.irfft2`): `irfftn` over `axes`.
-
-  Args:
-    a: input array.
-    s: output lengths along `axes` (default: as `irfftn`).
-    axes: the axes to transform (default: the last two).
-    norm: None/"backward", "ortho" or "forward".
-
-  Returns:
-    A real array.
-
-  Example:
-    >>> jnp.fft.irfft2(jnp.array([[10., -2.], [-4., 0.]]))
-    DeviceArray([[1., 2.],
-                 [3., 4.]], dtype=float32)
-  """
-  return _fftn("irfft2", FftType.IRFFT, a, s, axes, norm)
+_CROP = "transform lengths along `axes` (crop or zero-pad)"
+fft2 = _two_dim(
+    "fft2", FftType.FFT,
+    "Two-dimensional discrete Fourier transform (`numpy.fft.fft2`): `fftn` over `axes`.",
+    "input array", _CROP, "A complex array",
+    "jnp.fft.fft2(jnp.array([[1., 2.], [3., 4.]]))\n"
+    "    DeviceArray([[10.+0.j, -2.+0.j],\n"
+    "                 [-4.+0.j,  0.+0.j]], dtype=complex64)")
+ifft2 = _two_dim(
+    "ifft2", FftType.IFFT,
+    "Two-dimensional inverse discrete Fourier transform (`numpy.fft.ifft2`).",
+    "input array", _CROP, "A complex array",
+    "jnp.fft.ifft2(jnp.array([[10., -2.], [-4., 0.]]))\n"
+    "    DeviceArray([[1.+0.j, 2.+0.j],\n"
+    "                 [3.+0.j, 4.+0.j]], dtype=complex64)")
+rfft2 = _two_dim(
+    "rfft2", FftType.RFFT,
+    "Two-dimensional transform of a real input (`numpy.fft.rfft2`): `rfftn` over `axes`.",
+    "real input array", _CROP, "A complex array with `s[-1] // 2 + 1` entries along `axes[-1]`",
+    "jnp.fft.rfft2(jnp.array([[1., 2.], [3., 4.]]))\n"
+    "    DeviceArray([[10.+0.j, -2.+0.j],\n"
+    "                 [-4.+0.j,  0.+0.j]], dtype=complex64)")
+irfft2 = _two_dim(
+    "irfft2", FftType.IRFFT,
+    "Inverse of `rfft2` (`numpy.fft.irfft2`): `irfftn` over `axes`.",
+    "input array", "output lengths along `axes` (default: as `irfftn`)", "A real array",
+    "jnp.fft.irfft2(jnp.array([[10., -2.], [-4., 0.]]))\n"
+    "    DeviceArray([[1., 2.],\n"
+    "                 [3., 4.]], dtype=float32)")
 
 
 # ---- frequencies and shifts ----

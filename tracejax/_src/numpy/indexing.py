@@ -108,6 +108,14 @@ def _bool_mask_value(mask):
 def _canonical_items(idx):
   """The entries of `idx` as a tuple: lists become arrays (NumPy's advanced
   indexing); bools, ints, slices, None and Ellipsis are kept."""
+  if isinstance(idx, list):
+    # JAX 0.10.2 rejects a bare list index (NumPy's old ambiguous reading of it as
+    # either a tuple or an array); lists inside a tuple stay advanced indices.
+    nested = any(e is None or e is Ellipsis or isinstance(e, (slice, list, tuple))
+                 for e in idx)
+    hint = "tuple" if nested else "array"
+    raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                    f"allowed; use `arr[{hint}(seq)]` instead of `arr[seq]`.")
   if not isinstance(idx, tuple):
     idx = (idx,)
   items = []
@@ -524,6 +532,13 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
   util.check_arraylike_or_list(fun_name, y)
   y = util.to_operand(y)
   weak = util.is_weak(x)
+  if type(y) in (bool, int, float) and dt.kind in "iu" and not (
+      np.iinfo(dt).min <= y <= np.iinfo(dt).max):
+    # A Python scalar outside an integer x's range (or NaN): JAX makes it an array of
+    # its own default dtype and casts as XLA does (uint8: -1 -> 255, -1.5 -> 0,
+    # 300 -> 44), where arithmetic would raise OverflowError.
+    sdt = dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[type(y)])
+    y = util.convert_element_type(np.asarray(y, sdt), sdt, True)
   if scatter_op is not lax_gather.scatter and util.dtype_of(y) != dt:
     # As JAX: combine in the promoted dtype, then cast back (int x .at[i].add(-1.5):
     # 4 + -1.5 = 2.5 -> 2, not 4 + (-1) = 3).

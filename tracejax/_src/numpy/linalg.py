@@ -236,7 +236,24 @@ def det(a):
   """
   a, = _inexact("jnp.linalg.det", a)
   _check_matrix("jnp.linalg.det", a, square=True)
+  half = _half_precision_small(a, 3)
+  if half is not None:
+    return util.convert(_det(util.convert(a, np.float32)), half)
   return _det(a)
+
+
+def _half_precision_small(a, max_n):
+  """The dtype of a float16/bfloat16 `a` whose matrices are at most max_n square.
+
+  LAPACK has no half-precision LU, but JAX 0.10.2 evaluates det of such matrices
+  up to 3x3 (and slogdet up to 2x2) without one; we compute those in float32 and
+  round back. Larger ones keep lu's TypeError (JAX: NotImplementedError).
+  """
+  dt = util.dtype_of(a)
+  if dt in (np.dtype(np.float16), np.dtype(dtypes.bfloat16)) and \
+      1 <= util.shape(a)[-1] <= max_n:
+    return dt
+  return None
 
 
 def _det_from_lu(lu, pivots):
@@ -302,6 +319,12 @@ def slogdet(a, *, method=None):
   """
   if method not in (None, "lu"):
     raise ValueError(f"Unknown slogdet method {method!r}; only 'lu' is supported.")
+  a, = _inexact("jnp.linalg.slogdet", a)
+  _check_matrix("jnp.linalg.slogdet", a, square=True)
+  half = _half_precision_small(a, 2)
+  if half is not None:
+    sign, logdet = slogdet(util.convert(a, np.float32))
+    return SlogdetResult(util.convert(sign, half), util.convert(logdet, half))
   a, diag, parity = _lu_parts("jnp.linalg.slogdet", a)
   dt = util.dtype_of(a)
   is_zero = reductions.any(ufuncs.equal(diag, 0), axis=-1)

@@ -39,7 +39,10 @@ def pad(array, pad_width, mode="constant", **kwargs):
     raise ValueError("index can't contain negative values")
   if callable(mode):
     raise NotImplementedError("jnp.pad with a callable mode is not supported")
-  if mode in ("constant", "empty"):
+  if mode in ("constant", "empty") or (
+      mode in _ALL_MODES and all(lo == 0 and hi == 0 for lo, hi in widths)):
+    # Zero widths in any mode still stage a pad, so the result is always a device
+    # array (JAX; under jvp a NumPy input would otherwise come back as a NumPy primal).
     values = kwargs.get("constant_values", 0) if mode == "constant" else 0
     if util.ndim(values) == 0:
       cfg = [(lo, hi, 0) for lo, hi in widths]
@@ -96,6 +99,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
 
 _STAT_MODES = ("maximum", "minimum", "mean", "median")
+_ALL_MODES = _STAT_MODES + ("edge", "wrap", "reflect", "symmetric", "linear_ramp")
 
 
 def _stat_lengths(stat_length, nd):

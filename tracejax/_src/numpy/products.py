@@ -20,8 +20,15 @@ def _dot_general(a, b, contract, batch, precision):
   return lax_dot.dot_general(a, b, (contract, batch), precision=precision)
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
-  """NumPy's dot: the sum product over the last axis of `a` and the second-to-last of `b`."""
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+  """NumPy's dot: the sum product over the last axis of `a` and the second-to-last of `b`.
+  `out_sharding=` (a NamedSharding, or a PartitionSpec under `jax.set_mesh`) lays the
+  result out so (on Explicit mesh axes, it resolves a contraction over a split axis)."""
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    return sharding_explicit.with_out_sharding(lambda: dot(
+        a, b, precision=precision, preferred_element_type=preferred_element_type),
+        out_sharding, "dot")
   a, b = _operands("dot", a, b)
   if util.ndim(a) == 0 or util.ndim(b) == 0:
     return ufuncs.multiply(a, b)
@@ -39,22 +46,32 @@ def _check_contract(name, n, m, a, b):
                     f"{util.shape(b)}.")
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
-  """Matrix product with NumPy's rules: 1-D operands are promoted, batch axes broadcast."""
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+  """Matrix product with NumPy's rules: 1-D operands are promoted, batch axes broadcast.
+  `out_sharding=` as for `dot`."""
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    return sharding_explicit.with_out_sharding(lambda: matmul(
+        a, b, precision=precision, preferred_element_type=preferred_element_type),
+        out_sharding, "matmul")
   a, b = _operands("matmul", a, b)
   a_nd, b_nd = util.ndim(a), util.ndim(b)
   if a_nd == 0 or b_nd == 0:
     raise ValueError(f"matmul: Input operand does not have enough dimensions, got shapes "
                      f"{util.shape(a)} and {util.shape(b)}.")
   a_vec, b_vec = a_nd == 1, b_nd == 1
-  if a_vec:
-    a = util.reshape(a, (1,) + util.shape(a))
-  if b_vec:
-    b = util.reshape(b, util.shape(b) + (1,))
   a_shape, b_shape = util.shape(a), util.shape(b)
+  kw = dict(precision=precision, preferred_element_type=preferred_element_type)
+  if a_vec or b_vec:
+    # A 1-D operand is contracted as it is: no unit axis added and squeezed away after.
+    # Under vmap such a unit axis stays in every activation (f32[B, 1, n]), and the
+    # weight gradients of `vmap(lambda x: x @ w)` then contract over (B, 1), which XLA
+    # lowers with transposes and copies of the activations (issue 14).
+    kb = 0 if b_vec else b_nd - 2
+    _check_contract("matmul", a_shape[-1], b_shape[kb], a, b)
+    return lax_dot.dot_general(a, b, (((a_nd - 1,), (kb,)), ((), ())), **kw)
   _check_contract("matmul", a_shape[-1], b_shape[-2], a, b)
   a_batch, b_batch = a_shape[:-2], b_shape[:-2]
-  kw = dict(precision=precision, preferred_element_type=preferred_element_type)
   if not b_batch:
     # (..., n, k) @ (k, m): the batch axes of `a` are just more free axes.
     out = lax_dot.dot_general(a, b, (((len(a_shape) - 1,), (0,)), ((), ())), **kw)
@@ -70,10 +87,6 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     nb = len(batch)
     out = lax_dot.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
                               **kw)
-  if a_vec:
-    out = shape_ops.squeeze(out, -2)
-  if b_vec:
-    out = shape_ops.squeeze(out, -1)
   return out
 
 

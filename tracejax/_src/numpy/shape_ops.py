@@ -146,6 +146,8 @@ def squeeze(a, axis=None):
 
 def expand_dims(a, axis):
   """`a` with new size-1 axes inserted at the positions `axis` of the result."""
+  if util.key_impls and util.has_keys(a):  # key arrays (prng.py)
+    return util.key_impls["expand_dims"](a, axis)
   a = _arr(a, "expand_dims")
   axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
   nd = util.ndim(a) + len(axes)
@@ -203,6 +205,8 @@ def _sequence(arrays, fun_name):
 
 def concatenate(arrays, axis=0, dtype=None):
   """Join arrays along an existing axis (flattening them first if `axis` is None)."""
+  if util.key_impls and isinstance(arrays, (list, tuple)) and util.has_keys(*arrays):
+    return util.key_impls["concatenate"](arrays, axis)  # key arrays (prng.py)
   arrays = _sequence(arrays, "concatenate")
   arrays = util.promote_dtypes(*arrays)
   if dtype is not None:
@@ -227,6 +231,8 @@ def concatenate(arrays, axis=0, dtype=None):
 
 def stack(arrays, axis=0, dtype=None):
   """Join arrays of one shape along a new axis."""
+  if util.key_impls and isinstance(arrays, (list, tuple)) and util.has_keys(*arrays):
+    return util.key_impls["stack"](arrays, axis)  # key arrays (prng.py)
   arrays = _sequence(arrays, "stack")
   shapes = {util.shape(x) for x in arrays}
   if len(shapes) != 1:
@@ -308,6 +314,8 @@ def block(arrays):
 
 def broadcast_to(array, shape):
   """`array` broadcast to `shape` (a new array, not a view: C-S14)."""
+  if util.key_impls and util.has_keys(array):  # key arrays (prng.py)
+    return util.key_impls["broadcast_to"](array, shape)
   array = _arr(array, "broadcast_to")
   shape = canonicalize_shape(shape)
   return util.broadcast_to(array, shape)

@@ -141,9 +141,20 @@ def _quantile(a, q, axes, method, keepdims, nan):
   return util.reshape(res, qshape + out_rest)
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, *, interpolation=None):
-  """The `q`-th quantiles of `a` over `axis` (q in [0, 1]; any shape, it leads the result).
+def _quantile_function(name, nan, scale, doc):
+  """The public function `name` of the quantile family: NaNs ignored or not, q on a
+  [0, `scale`] scale. The four share their signature and checks."""
+  def fun(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+          keepdims=False, *, interpolation=None):
+    return _quantile_front(name, a, q, axis, out, overwrite_input, method, keepdims,
+                           interpolation, nan, scale)
+  fun.__name__ = fun.__qualname__ = name
+  fun.__doc__ = doc
+  return fun
+
+
+quantile = _quantile_function("quantile", False, 1, """\
+The `q`-th quantiles of `a` over `axis` (q in [0, 1]; any shape, it leads the result).
 
   Args:
     a: array (integers and bools are averaged as floats).
@@ -159,42 +170,28 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
 
   >>> quantile(jnp.array([1., 2., 3., 4.]), 0.5)
   DeviceArray(2.5, dtype=float32)
-  """
-  return _quantile_front("quantile", a, q, axis, out, overwrite_input, method, keepdims,
-                         interpolation, False, 1)
+  """)
 
-
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, interpolation=None):
-  """`quantile` ignoring NaNs (NaN where a slice is all NaN).
+nanquantile = _quantile_function("nanquantile", True, 1, """\
+`quantile` ignoring NaNs (NaN where a slice is all NaN).
 
   >>> nanquantile(jnp.array([1., nan, 3.]), 0.5)
   DeviceArray(2., dtype=float32)
-  """
-  return _quantile_front("nanquantile", a, q, axis, out, overwrite_input, method, keepdims,
-                         interpolation, True, 1)
+  """)
 
-
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, interpolation=None):
-  """The `q`-th percentiles of `a` (q in [0, 100]); arguments as in `quantile`.
+percentile = _quantile_function("percentile", False, 100, """\
+The `q`-th percentiles of `a` (q in [0, 100]); arguments as in `quantile`.
 
   >>> percentile(jnp.array([1., 2., 3., 4., 5.]), 25)
   DeviceArray(2., dtype=float32)
-  """
-  return _quantile_front("percentile", a, q, axis, out, overwrite_input, method, keepdims,
-                         interpolation, False, 100)
+  """)
 
-
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, *, interpolation=None):
-  """`percentile` ignoring NaNs.
+nanpercentile = _quantile_function("nanpercentile", True, 100, """\
+`percentile` ignoring NaNs.
 
   >>> nanpercentile(jnp.array([1., nan, 3.]), 100)
   DeviceArray(3., dtype=float32)
-  """
-  return _quantile_front("nanpercentile", a, q, axis, out, overwrite_input, method, keepdims,
-                         interpolation, True, 100)
+  """)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
@@ -234,6 +231,20 @@ def _weights(name, w, n, integer):
   return w
 
 
+def _variables(name, v, dt, rowvar):
+  """`cov`'s argument `name` (m or y) as an inexact 2-D array, one variable per row."""
+  v = util.to_array(v)
+  if util.ndim(v) > 2:
+    raise ValueError(f"cov: {name} has more than 2 dimensions")
+  if dt is not None:
+    v = util.convert(v, dt, False)
+  v, = util.promote_dtypes_inexact(v)
+  v = shape_ops.atleast_2d(v)
+  if not rowvar and util.shape(v)[0] != 1:
+    v = shape_ops.transpose(v)
+  return v
+
+
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
         dtype=None):
   """The covariance matrix of the variables in `m` (and `y`), estimated from samples.
@@ -257,28 +268,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
   """
   util.check_arraylike_or_list("cov", m)
   dt = util.check_dtype(dtype, "cov")
-  m = util.to_array(m)
-  if util.ndim(m) > 2:
-    raise ValueError("cov: m has more than 2 dimensions")
-  if dt is not None:
-    m = util.convert(m, dt, False)
-  x, = util.promote_dtypes_inexact(m)
-  x = shape_ops.atleast_2d(x)
-  if not rowvar and util.shape(x)[0] != 1:
-    x = shape_ops.transpose(x)
+  x = _variables("m", m, dt, rowvar)
   if util.shape(x)[0] == 0:
     return util.to_array(np.zeros((0, 0), util.dtype_of(x)))
   if y is not None:
     util.check_arraylike_or_list("cov", y)
-    y = util.to_array(y)
-    if util.ndim(y) > 2:
-      raise ValueError("cov: y has more than 2 dimensions")
-    if dt is not None:
-      y = util.convert(y, dt, False)
-    y, = util.promote_dtypes_inexact(y)
-    y = shape_ops.atleast_2d(y)
-    if not rowvar and util.shape(y)[0] != 1:
-      y = shape_ops.transpose(y)
+    y = _variables("y", y, dt, rowvar)
     if util.shape(y)[1] != util.shape(x)[1]:
       raise ValueError(f"cov: m and y must have the same number of observations, got "
                        f"{util.shape(x)[1]} and {util.shape(y)[1]}")

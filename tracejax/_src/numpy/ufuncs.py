@@ -14,8 +14,16 @@ from tracejax._src.numpy import util
 def _constant_like(x, value):
   """A host scalar of `x`'s dtype: it stages as an inline literal. It is weakly typed
   when `x` is, so a constant of the formula never strengthens a weak result (JAX:
-  deg2rad, exp2, sinc, hypot... of a Python scalar are weak)."""
-  weak = util.is_weak(x)
+  deg2rad, exp2, sinc, hypot... of a Python scalar are weak). Only a 0-d `x` gives a
+  weak constant: JAX 0.10.2's formula constants are strong for weak arrays of rank >= 1,
+  so logical_not/deg2rad/sinc of a weak f32[2] are not weak (issue 13, item 10)."""
+  return _weak_constant_like(x, value, util.is_weak(x) and util.ndim(x) == 0)
+
+
+def _weak_constant_like(x, value, weak=None):
+  """`_constant_like` that is weak whenever `x` is (for the few formulas, exp2 and
+  floor_divide's correction step, whose results stay weak in JAX at every rank)."""
+  weak = util.is_weak(x) if weak is None else weak
   if weak and isinstance(value, np.generic):
     value = value.item()  # (a NumPy scalar would convert strongly)
   return util.convert(value, util.dtype_of(x), weak)
@@ -102,7 +110,7 @@ def floor_divide(x1, x2, /):
     # C division truncates; step down when the signs differ and there is a remainder.
     select = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)),
                              lax.ne(lax.rem(x1, x2), _constant_like(x1, 0)))
-    return _select(select, lax.sub(quotient, _constant_like(quotient, 1)), quotient)
+    return _select(select, lax.sub(quotient, _weak_constant_like(quotient, 1)), quotient)
   if dtypes.is_complex(dt):
     raise TypeError("floor_divide does not support complex-valued inputs")
   return _float_divmod(x1, x2)[0]
@@ -115,7 +123,7 @@ def _float_divmod(x1, x2):
   ind = lax.bitwise_and(lax.ne(mod, _constant_like(mod, 0)),
                         lax.ne(lax.sign(x2), lax.sign(mod)))
   mod = _select(ind, lax.add(mod, x2), mod)
-  div = _select(ind, lax.sub(div, _constant_like(div, 1)), div)
+  div = _select(ind, lax.sub(div, _weak_constant_like(div, 1)), div)
   # Division by (+-)zero: the quotient is x1 / x2 (+-inf, or nan for 0 / 0), as in JAX
   # and NumPy; the formula above would give nan from rem(x1, 0).
   div = _select(lax.eq(x2, _constant_like(x2, 0)), lax.div(x1, x2), _round_half_even(div))
@@ -276,7 +284,7 @@ arctanh = _unary("arctanh", lax.atanh, inexact=True, doc="Inverse hyperbolic tan
 def exp2(x, /):
   """2 ** x elementwise."""
   x, = util.promote_args_inexact("exp2", x)
-  return lax.exp(lax.mul(_constant_like(x, np.log(2)), x))
+  return lax.exp(lax.mul(_weak_constant_like(x, np.log(2)), x))
 
 
 def _rescaled_log(x, op, factor):
@@ -375,14 +383,19 @@ def _logaddexp_jvp(primals, tangents):
   return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
 
 
-def _make_logaddexp():
-  from tracejax._src.custom_derivatives import custom_jvp
-  f = custom_jvp(_logaddexp_impl)
-  f.defjvp(_logaddexp_jvp)
-  return f
+_logaddexp_custom_jvp = None
 
 
-_logaddexp = _make_logaddexp()
+def _logaddexp(x1, x2):
+  # A custom_jvp of the stable formula, made on the first call: custom_derivatives.py
+  # is not otherwise needed by `import tracejax.numpy`.
+  global _logaddexp_custom_jvp
+  if _logaddexp_custom_jvp is None:
+    from tracejax._src.custom_derivatives import custom_jvp
+    f = custom_jvp(_logaddexp_impl)
+    f.defjvp(_logaddexp_jvp)
+    _logaddexp_custom_jvp = f
+  return _logaddexp_custom_jvp(x1, x2)
 
 
 def deg2rad(x, /):
@@ -486,6 +499,8 @@ def round(a, decimals=0, out=None):
   a, = util.promote_args("round", a)
   decimals = util.concrete_int(decimals, "'decimals' argument of jnp.round")
   dt = _dtype(a)
+  if dt == np.bool_:  # JAX 0.10.2 rounds ints but rejects bools
+    raise ValueError(f"data type {dt.type} not inexact")
   if not dtypes.is_inexact(dt):
     if decimals < 0:
       raise NotImplementedError("integer np.round not implemented for decimals < 0")
@@ -640,7 +655,8 @@ def isnan(x, /):
     return lax.ne(x, x)
   if dtypes.is_complex(dt):
     return lax.bitwise_or(isnan(lax.real(x)), isnan(lax.imag(x)))
-  return _full_like_bool(x, False)
+  # x != x (all False) rather than a constant: the result keeps x's weak type, as in JAX.
+  return lax.ne(x, x)
 
 
 def signbit(x, /):
@@ -677,13 +693,14 @@ def heaviside(x1, x2, /):
 def fmax(x1, x2, /):
   """Elementwise maximum that ignores NaNs (unless both are NaN)."""
   x1, x2 = util.promote_args("fmax", x1, x2)
-  return _select(lax.bitwise_or(lax.gt(x1, x2), isnan(x2)), x1, x2)
+  # greater/less order complex values lexicographically, as JAX's fmax/fmin do
+  return _select(lax.bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
 def fmin(x1, x2, /):
   """Elementwise minimum that ignores NaNs (unless both are NaN)."""
   x1, x2 = util.promote_args("fmin", x1, x2)
-  return _select(lax.bitwise_or(lax.lt(x1, x2), isnan(x2)), x1, x2)
+  return _select(lax.bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
 def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
@@ -800,6 +817,8 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
 
 
 def _where(condition, x, y):
+  if util.key_impls and util.has_keys(x, y):  # key arrays (prng.py)
+    return util.key_impls["where"](condition, x, y)
   util.check_arraylike_or_list("where", condition, x, y)
   condition = _to_bool(util.to_operand(condition))
   x, y = util.promote_dtypes(x, y)
@@ -939,13 +958,15 @@ def ldexp(x1, x2, /):
   """
   util.check_arraylike("ldexp", x1, x2)
   x2 = util.to_operand(x2)
+  # JAX 0.10.2: ValueError naming both dtypes for a non-integer exponent or complex x1.
+  unsupported = lambda: ValueError(f"ldexp not supported for input types "
+                                   f"({_dtype(x1)!r}, {util.dtype_of(x2)!r})")
   if not (dtypes.is_integer(util.dtype_of(x2)) or dtypes.is_bool(util.dtype_of(x2))):
-    raise TypeError(f"ldexp: the exponent x2 must be an integer array, got dtype "
-                    f"{util.dtype_of(x2)}")
+    raise unsupported()
+  if dtypes.is_complex(_dtype(x1)):
+    raise unsupported()
   x1, = util.promote_args_inexact("ldexp", x1)
   dt = _dtype(x1)
-  if dtypes.is_complex(dt):
-    raise TypeError("ldexp does not support complex-valued inputs")
   x1, x2 = util.promote_shapes("ldexp", x1, x2)
   udt, nmant, bias = _float_layout(dt)
   # Beyond this any finite nonzero x1 overflows or underflows completely.
@@ -978,8 +999,12 @@ def _eager_jit_all(namespace):
   for name, fn in list(namespace.items()):
     if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != __name__:
       continue
-    params = inspect.signature(fn).parameters.values()
-    if params and all(p.kind is inspect.Parameter.POSITIONAL_ONLY for p in params):
+    # Only positional-only parameters (`def f(x1, x2, /)`), read from the code object:
+    # inspect.signature would cost as much as the rest of this loop.
+    code = fn.__code__
+    if 0 < code.co_posonlyargcount == code.co_argcount and not code.co_kwonlyargcount \
+        and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) \
+        and not hasattr(fn, "__wrapped__"):
       namespace[name] = inline_jit(fn)
   namespace["_where"] = inline_jit(namespace["_where"])
 

@@ -38,6 +38,17 @@ def is_arraylike(x):
           or hasattr(x, "__jax_array__"))
 
 
+# Key arrays (typed PRNG keys, of an extended dtype) in the few jnp functions JAX
+# applies to them (stack, concatenate, expand_dims, broadcast_to, where): prng.py
+# registers each one's key version here by name (numpy/ may not import prng.py).
+key_impls = {}
+
+
+def has_keys(*xs):
+  """True if one of `xs` is a key array (a value of an extended dtype)."""
+  return any(dtypes._extended_type_of(getattr(x, "dtype", None)) is not None for x in xs)
+
+
 def check_arraylike(fun_name, *args):
   """TypeError naming `fun_name` if an argument is not an array or scalar."""
   for pos, a in enumerate(args):

@@ -40,6 +40,7 @@ if jaxlib.__version__ != REQUIRED_JAXLIB:  # pragma: no cover
       f"installed. Its Python surface is private and changes between versions; run "
       f"pip install 'jaxlib=={REQUIRED_JAXLIB}'.")
 
+from tracejax._src import dtypes
 from tracejax._src.config import config, _parse_size as config_parse_size
 from tracejax._src.runtime import compilation_cache
 
@@ -48,6 +49,22 @@ try:  # prints as jax.errors.JaxRuntimeError in tracebacks, as in JAX
   JaxRuntimeError.__module__ = "jax.errors"
 except (AttributeError, TypeError):
   pass
+
+
+def _rebuild_runtime_error(args, state):
+  err = JaxRuntimeError(*args)
+  err.__dict__.update(state or {})
+  return err
+
+
+def _reduce_runtime_error(err):
+  # Pickled by reference to this module: the printed one, `jax.errors`, may not exist
+  # (multiprocessing sends a worker's error back this way).
+  return _rebuild_runtime_error, (err.args, dict(getattr(err, "__dict__", {})))
+
+
+import copyreg  # noqa: E402  (next to its one use)
+copyreg.pickle(JaxRuntimeError, _reduce_runtime_error)
 JAXLIB_VERSION = jaxlib.__version__
 
 # jaxlib's C++ calls these Python-side methods that JAX normally monkey-patches in.
@@ -391,12 +408,20 @@ class Executable:
   an input was, as in JAX). `out_shardings`: for a program over several devices,
   the sharding of each output (its handler joins the devices' buffers)."""
   __slots__ = ("exe", "handlers", "device", "text", "out_avals", "effectful", "ordered",
-               "committed")
+               "committed", "extended")
 
   def __init__(self, exe, out_avals, device, text, committed=True, out_shardings=None):
     self.exe, self.device, self.text = exe, device, text
     self.out_avals = out_avals
     self.committed = committed
+    # Outputs of an extended dtype (typed PRNG keys) come back as their data (the
+    # physical aval's buffer) and are wrapped by their dtype (prng.py) after each run.
+    self.extended = [i for i, a in enumerate(out_avals)
+                     if not isinstance(getattr(a, "dtype", None), np.dtype)
+                     and dtypes._extended_type_of(getattr(a, "dtype", None)) is not None] or None
+    if self.extended is not None:
+      out_avals = [a.dtype.physical_aval(a) if i in self.extended else a
+                   for i, a in enumerate(out_avals)]
     if out_shardings is None:
       self.handlers = [result_handler(a, device, committed) for a in out_avals]
     else:
@@ -411,11 +436,17 @@ class Executable:
   def execute(self, buffers):
     try:
       if self.effectful:
-        return _execute_effectful(self, buffers)
-      return self.exe.execute_sharded(buffers).consume_with_handlers(self.handlers)
+        outs = _execute_effectful(self, buffers)
+      else:
+        outs = self.exe.execute_sharded(buffers).consume_with_handlers(self.handlers)
     except JaxRuntimeError:
       check_not_deleted(buffers)  # XLA's own message for a deleted argument is cryptic
       raise
+    if self.extended is not None:
+      outs = list(outs)
+      for i in self.extended:
+        outs[i] = self.out_avals[i].dtype.wrap(outs[i])
+    return outs
 
 
 def check_not_deleted(buffers):
@@ -479,7 +510,7 @@ def _normalize_compiler_options(compiler_options):
 # code written for JAX (a handler on logging.getLogger("jax"), `jax.log_compiles()`)
 # sees tracejax's messages. WARNING with `jax_log_compiles` on, else DEBUG.
 _dispatch_logger = logging.getLogger("jax._src.dispatch")
-_MODULE_NAME = re.compile(r"module @([\w.$-]+)")
+_MODULE_NAME = re.compile(r"module @\"?([\w.$-]+)")  # quoted when it has a "-"
 
 
 def _compiled_name(module_text, name):
@@ -909,7 +940,7 @@ def fastpath_data(exe, out_treedef, n_args, const_bufs):
   """What the C++ jit needs to run `exe` without Python (field names are jaxlib's);
   None for a program with host callbacks, which must keep to the Python path (its
   runtime token, the ordering of its effects)."""
-  if exe.effectful:
+  if exe.effectful or exe.extended is not None:  # key outputs are wrapped in Python
     return None
   sh = sharding_for(exe.device)
   n_in = len(const_bufs) + n_args

@@ -136,6 +136,7 @@ class PmapSharding(_DeviceTupleSharding):
     return None
 
   is_fully_replicated = property(lambda self: len(self._devices) == 1)
+  _axis_name = None   # the pmap's axis name, when `pmap_sharding` was given one
 
   def devices_indices_map(self, global_shape):
     """{device: index}: device i holds `x[i:i+1]`."""
@@ -164,7 +165,10 @@ class PmapSharding(_DeviceTupleSharding):
     return xc.HloSharding.replicate()
 
   def __eq__(self, other):
-    return type(other) is PmapSharding and other._devices == self._devices
+    # The axis name is compared too: equal shardings are interchangeable in jaxlib's
+    # caches, and the name decides the mesh of eager results (see `pmap_sharding`).
+    return (type(other) is PmapSharding and other._devices == self._devices and
+            other._axis_name == self._axis_name)
 
   def __hash__(self):
     return self._hash
@@ -176,13 +180,18 @@ class PmapSharding(_DeviceTupleSharding):
 _pmap_shardings = {}
 
 
-def pmap_sharding(devices):
-  """The PmapSharding over `devices`, one object per device tuple: jaxlib's C++
-  dispatch recognizes an argument already placed by comparing sharding objects."""
+def pmap_sharding(devices, axis_name=None):
+  """The PmapSharding over `devices`, one object per device tuple (and pmap axis name):
+  jaxlib's C++ dispatch recognizes an argument already placed by comparing sharding
+  objects. `axis_name` (a str, or None) does not change the layout (`same_layout`); it
+  names the mesh axis of the SPMD view an eager op on the array runs over
+  (interpreters/pxla.py `spmd_view`), as JAX names it after the pmap's axis, so it is
+  part of the sharding's equality."""
   devices = tuple(devices)
-  s = _pmap_shardings.get(devices)
+  s = _pmap_shardings.get((devices, axis_name))
   if s is None:
-    s = _pmap_shardings[devices] = PmapSharding(devices)
+    s = _pmap_shardings[(devices, axis_name)] = PmapSharding(devices)
+    s._axis_name = axis_name
   return s
 
 
@@ -236,7 +245,10 @@ def assemble_numpy(x):
     return np.concatenate(parts) if parts else np.zeros(x.shape, x.dtype)
   out = np.empty(x.shape, x.dtype)
   for sh in shards(x):
-    out[sh.index] = backend.to_numpy(sh.data)
+    # Replicas of a block hold the same value, unless a program left them different
+    # (shard_map with check_vma=False): then the first (replica 0) is the value, as in JAX.
+    if sh.replica_id == 0:
+      out[sh.index] = backend.to_numpy(sh.data)
   return out
 
 
@@ -295,11 +307,17 @@ def shard_to_devices(x, aval, devices, mapped):
   """Argument `x` of a replicated (pmap) program over `devices`: an Array whose `_arrays`
   are one buffer per device: member i's slice of `x` if `mapped`, else all of `x`.
 
-  A `PmapSharding` array already on `devices` is used as it is (no copy)."""
+  A `PmapSharding` array already on `devices` is used as it is, and one whose sharding
+  puts the same blocks there (an eager op's NamedSharding result) is relabelled: no
+  copy either way."""
   if type(x) is backend.ArrayImpl:
     s = x._sharding
     if mapped and type(s) is PmapSharding and s._devices == tuple(devices):
       return x
+    if mapped and type(s) is not SingleDeviceSharding:
+      r = relabel(x, x.aval, pmap_sharding(devices))
+      if r is not None:
+        return r
     v = assemble_numpy(x) if type(s) is not SingleDeviceSharding else backend.to_numpy(x)
   else:
     v = np.asarray(x, aval.dtype)
@@ -373,8 +391,9 @@ import threading as _threading
 
 class AxisType(_enum.Enum):
   """How a mesh axis is partitioned: `Auto` (XLA's partitioner decides, from the
-  shardings given), `Explicit` (accepted; treated as Auto: shardings are not part of
-  tracejax's types), `Manual` (inside `shard_map`)."""
+  shardings given), `Explicit` (the sharding over it is part of an array's type and
+  every operation computes its result's: `_src/sharding_explicit.py`), `Manual`
+  (inside `shard_map`)."""
   Auto = _enum.auto()
   Explicit = _enum.auto()
   Manual = _enum.auto()
@@ -469,6 +488,10 @@ class Mesh:
       axis_names = (axis_names,)
     axis_names = tuple(axis_names)
     devs = np.array(devices, dtype=object)   # a copy: the mesh freezes its own
+    if not axis_names and devs.size == 0:    # JAX's empty mesh, `Mesh((), ())`
+      self.devices, self.axis_names, self.axis_types = devs, (), ()
+      self._flat_devices, self._hash = (), hash(())
+      return
     if devs.ndim != len(axis_names):
       raise ValueError(
           "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
@@ -497,6 +520,11 @@ class Mesh:
     self.axis_types = axis_types
     self._flat_devices = flat
     self._hash = hash((tuple(d.id for d in flat), devs.shape, axis_names, axis_types))
+    if AxisType.Explicit in axis_types:
+      # Sharding in types: the rules live above the runtime layer; importing them
+      # installs them (core/trace.py's hook and `aval_typer` below).
+      from tracejax._src import sharding_explicit
+      sharding_explicit.install()
 
   @property
   def shape(self):
@@ -505,7 +533,7 @@ class Mesh:
 
   @property
   def axis_sizes(self):
-    return tuple(self.devices.shape)
+    return tuple(self.devices.shape) if self.axis_names else ()
 
   @property
   def shape_tuple(self):
@@ -534,7 +562,8 @@ class Mesh:
 
   @property
   def abstract_mesh(self):
-    return self
+    from tracejax._src import sharding_explicit
+    return sharding_explicit.type_mesh(self)
 
   def axis_size(self, name):
     return self.devices.shape[self.axis_names.index(name)]
@@ -562,10 +591,14 @@ class Mesh:
         ("," if len(self.axis_types) == 1 else "") + ")"
 
   def __repr__(self):
+    if not self.axis_names:
+      return "Mesh(axis_sizes=(), axis_names=())"
     return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
             f"axis_types={self._types_str()})")
 
   def __str__(self):
+    if not self.axis_names:
+      return "Mesh()"
     sizes = ", ".join(f"{n!r}: {s}" for n, s in zip(self.axis_names, self.axis_sizes))
     return f"Mesh({sizes}, axis_types={self._types_str()})"
 
@@ -786,7 +819,7 @@ class GSPMDSharding(_SpmdSharding):
     return self._hash
 
   def __repr__(self):
-    return f"GSPMDSharding({self._hlo!r})"
+    return f"GSPMDSharding({self._hlo!r}, memory_kind=device)"
 
 
 _named_cache = {}
@@ -829,7 +862,15 @@ def put_sharded(x, aval, s):
   if type(x) is backend.ArrayImpl:
     xs = x._sharding
     if xs == s:
+      if aval_typer is not None:   # laid out already: only its type may change (no copy)
+        typed = aval_typer(x.aval, s)
+        if typed.str_short() != x.aval.str_short():
+          return backend.ArrayImpl(typed, s, list(x._arrays), x._committed, True)
       return x
+    if type(xs) is not SingleDeviceSharding:   # the same blocks already in place?
+      r = relabel(x, aval if aval_typer is None else aval_typer(aval, s), s)
+      if r is not None:
+        return r
     v = backend.to_numpy(x) if type(xs) is SingleDeviceSharding else assemble_numpy(x)
   else:
     v = np.asarray(x, aval.dtype)
@@ -841,7 +882,14 @@ def put_sharded(x, aval, s):
   pid = devs[0].client.process_index()
   devs = [d for d in devs if d.process_index == pid]
   parts = [np.ascontiguousarray(v[index[d]]) for d in devs]
+  if aval_typer is not None:
+    aval = aval_typer(aval, s)
   return backend.put_shards(parts, devs, aval, s)
+
+
+# Set by sharding_explicit.py: `(aval, sharding) -> aval` typed by the sharding's
+# Explicit mesh axes (None until a mesh has one).
+aval_typer = None
 
 
 def is_spmd_sharding(s):
@@ -849,11 +897,59 @@ def is_spmd_sharding(s):
 
 
 def spmd_arrays(args):
-  """Whether any of `args` is an Array laid out by a NamedSharding/GSPMDSharding."""
+  """Whether any of `args` is an Array laid out over several devices by a
+  NamedSharding/GSPMDSharding or a PmapSharding (a pmap's result): computations on
+  them run as SPMD programs over those devices (interpreters/pxla.py), as in JAX."""
   for x in args:
-    if type(x) is backend.ArrayImpl and isinstance(x._sharding, _SpmdSharding):
+    if type(x) is backend.ArrayImpl and isinstance(x._sharding, (_SpmdSharding,
+                                                                 PmapSharding)):
       return True
   return False
+
+
+def layout_hlo(s, ndim):
+  """The HloSharding saying which block of a rank-`ndim` array each device of sharding
+  `s` holds, in `s._device_assignment` order. For a PmapSharding that is the leading
+  axis split one index per device (its replicated program sees each block whole)."""
+  if type(s) is PmapSharding:
+    n = len(s._devices)
+    h = _pmap_layouts.get((n, ndim))
+    if h is None:
+      h = _pmap_layouts[(n, ndim)] = xc.HloSharding.replicate() if n == 1 or ndim == 0 \
+          else _hlo_from_tiles([n] + [1] * (ndim - 1), list(range(n)), 0)
+    return h
+  return s._to_xla_hlo_sharding(ndim)
+
+
+_pmap_layouts = {}   # (device count, rank) -> HloSharding (layout_hlo of a PmapSharding)
+
+
+def relabel(x, aval, s):
+  """Array `x`'s own buffers as an Array of `aval` laid out by sharding `s`, without a
+  copy, when `x`'s sharding puts the same blocks on the same devices in the same order
+  (a PmapSharding and the NamedSharding that tiles the leading axis over those devices,
+  say); None otherwise."""
+  xs = x._sharding
+  if xs == s:
+    return x
+  if type(xs) is SingleDeviceSharding or not same_layout(xs, s, len(aval.shape)):
+    return None
+  return backend.ArrayImpl(aval, s, x._arrays, x._committed, True)
+
+
+def same_layout(a, b, ndim):
+  """Whether shardings `a` and `b` put the same blocks of a rank-`ndim` array on the
+  same devices, in the same device order."""
+  if a == b:
+    return True
+  if type(a) is SingleDeviceSharding or type(b) is SingleDeviceSharding:
+    return False
+  if tuple(a._device_assignment) != tuple(b._device_assignment):
+    return False
+  try:
+    return layout_hlo(a, ndim) == layout_hlo(b, ndim)
+  except ValueError:   # a spec longer than the rank
+    return False
 
 
 # ---- meshes from the device list ----
@@ -903,6 +999,8 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):
   if len(devices) < n:
     raise ValueError(f"Number of devices {len(devices)} must be >= the product of "
                      f"mesh_shape {axis_shapes}")
+  if axis_types is None:   # JAX 0.10.2's default for make_mesh (Mesh's is Auto)
+    axis_types = (AxisType.Explicit,) * len(axis_shapes)
   return Mesh(create_device_mesh(axis_shapes, devices[:n]), tuple(axis_names),
               axis_types=axis_types)
 

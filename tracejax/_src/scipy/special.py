@@ -18,6 +18,19 @@ def _promote_inexact(*args):
   return out
 
 
+def _normal_cdf_operand(x, msg):
+  """`x` as an array for ndtr/ndtri/log_ndtr, which take only float32 and float64.
+
+  JAX 0.10.2 rejects every other dtype (ints, bool, float16, complex) with
+  TypeError(msg) rather than promoting, so a Python int is an error too.
+  """
+  import tracejax.numpy as jnp
+  x = jnp.asarray(x)
+  if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+    raise TypeError(msg.format(x.dtype.name))
+  return x
+
+
 def gammaln(x):
   """Logarithm of the absolute value of the Gamma function.
 
@@ -251,7 +264,7 @@ def ndtr(x):
   DeviceArray(0.5, dtype=float32)
   """
   import tracejax.numpy as jnp
-  x, = _promote_inexact(x)
+  x = _normal_cdf_operand(x, "x.dtype={} is not supported, see docstring for supported types.")
   half = jnp.asarray(0.5, x.dtype)
   z = x * jnp.asarray(np.sqrt(0.5), x.dtype)
   # erfc for the lower tail keeps precision far below zero.
@@ -265,7 +278,7 @@ def ndtri(p):
   >>> ndtri(0.5)
   DeviceArray(0., dtype=float32)
   """
-  x, = _promote_inexact(p)
+  x = _normal_cdf_operand(p, "x.dtype={} is not supported, see docstring for supported types.")
   two = np.asarray(2., x.dtype)
   return lax.mul(np.asarray(np.sqrt(2.), x.dtype),
                  lax_special.erf_inv(lax.sub(lax.mul(two, x), np.ones((), x.dtype))))
@@ -286,7 +299,7 @@ def log_ndtr(x, series_order=3):
       or series_order < 0:
     raise ValueError(f"log_ndtr: series_order must be a non-negative int, got "
                      f"{series_order!r}")
-  x, = _promote_inexact(x)
+  x = _normal_cdf_operand(x, "x.dtype={} is not supported.")
   lower = -20. if x.dtype == np.float64 else -10.
   # x > 0: log1p(-Phi(-x)) (Phi(-x) is accurate from erfc); lower <= x <= 0: log Phi(x);
   # very negative x: the asymptotic series of the Mills ratio.

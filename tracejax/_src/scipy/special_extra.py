@@ -77,6 +77,46 @@ def _cadd(a, b):
   return (a[0] + b[0], a[1] + b[1])
 
 
+# ---- the two kernels Fresnel and the sine/cosine integrals share ----
+
+def _weighted_taylor(x, u, terms, even_term, odd_term):
+  """The even and odd terms of the Taylor series of cos/sin at `u`, each reweighted:
+  (sum_n even_term(p_n, n, nf), sum_n odd_term(q_n, nf)) over n < `terms`, where
+  p_n = (-1)^n u^(2n) / (2n)!, q_n = p_n u / (2n + 1) and nf is n in x's dtype."""
+  jnp = _jnp()
+
+  def step(n, carry):
+    p, even, odd = carry
+    nf = n.astype(x.dtype)
+    even = even + even_term(p, n, nf)
+    q = p * u / (2 * nf + 1)
+    odd = odd + odd_term(q, nf)
+    return -q * u / (2 * nf + 2), even, odd
+  _, even, odd = fori_loop(0, terms, step,
+                           (jnp.ones_like(x), jnp.zeros_like(x), jnp.zeros_like(x)))
+  return even, odd
+
+
+def _lentz_complex(x, b, db, a_of, start, stop):
+  """Lentz's method on (re, im) pairs for h = 1 / (b + a_1 / (b_1 + a_2 / (b_2 + ...))):
+  b_k = b_(k-1) + db (a real step), a_k = a_of(k) real, k over [start, stop).
+  Returns the last h as a pair."""
+  jnp = _jnp()
+  one, zero = jnp.ones_like(x), jnp.zeros_like(x)
+  h = _cdiv((one, zero), b)
+
+  def step(k, carry):
+    br, bi, cr, ci, dr, di, hr, hi = carry
+    a = a_of(k)
+    br = br + db
+    d = _cdiv((one, zero), _cadd((a * dr, a * di), (br, bi)))
+    c = _cadd((br, bi), _cdiv((a, zero), (cr, ci)))
+    h = _cmul((hr, hi), _cmul(c, d))
+    return br, bi, c[0], c[1], d[0], d[1], h[0], h[1]
+  out = fori_loop(start, stop, step, (b[0], b[1], one / _tiny(x), zero, h[0], h[1], h[0], h[1]))
+  return out[6], out[7]
+
+
 # =============================================================================
 # Exponential integrals: exp1, expi, expn
 # =============================================================================
@@ -353,38 +393,20 @@ def _fresnel(x):
   t = 0.5 * np.pi * xs * xs
 
   # C = sum (-1)^n t^(2n) x / ((2n)! (4n+1)), S = sum (-1)^n t^(2n+1) x / ((2n+1)! (4n+3)).
-  def series(n, carry):
-    p, c, s = carry  # p = (-1)^n t^(2n) / (2n)!
-    nf = n.astype(x.dtype)
-    c = c + p / (4 * nf + 1)
-    q = p * t / (2 * nf + 1)
-    s = s + q / (4 * nf + 3)
-    p = -q * t / (2 * nf + 2)
-    return p, c, s
-  _, cs, ss = fori_loop(0, 20 if big else 12, series,
-                        (jnp.ones_like(x), jnp.zeros_like(x), jnp.zeros_like(x)))
+  cs, ss = _weighted_taylor(x, t, 20 if big else 12, lambda p, n, nf: p / (4 * nf + 1),
+                            lambda q, nf: q / (4 * nf + 3))
   cs, ss = cs * xs, ss * xs
   # Above the cut: the continued fraction of erfc at the complex point, by Lentz's method
   # in (re, im) pairs (Numerical Recipes' frenel).
   xl = jnp.where(ax < cut, jnp.full_like(ax, 2.), ax)
   pix2 = np.pi * xl * xl
   zero = jnp.zeros_like(x)
-  b = (jnp.ones_like(x), -pix2)
-  h = _cdiv((jnp.ones_like(x), zero), b)
-  d = h
-  cc = (jnp.ones_like(x) / _tiny(x), zero)
 
-  def cf(k, carry):
-    br, bi, cr, ci, dr, di, hr, hi = carry
+  def a_of(k):
     n = 2 * k.astype(x.dtype) + 1
-    a = -n * (n + 1)
-    br = br + 4
-    d = _cdiv((jnp.ones_like(x), zero), _cadd((a * dr, a * di), (br, bi)))
-    c = _cadd((br, bi), _cdiv((a, zero), (cr, ci)))
-    h = _cmul((hr, hi), _cmul(c, d))
-    return br, bi, c[0], c[1], d[0], d[1], h[0], h[1]
-  out = fori_loop(0, 60 if big else 25, cf, (b[0], b[1], cc[0], cc[1], d[0], d[1], h[0], h[1]))
-  h = _cmul((out[6], out[7]), (xl, -xl))
+    return -n * (n + 1)
+  h = _cmul(_lentz_complex(x, (jnp.ones_like(x), -pix2), 4, a_of, 0, 60 if big else 25),
+            (xl, -xl))
   half = 0.5 * pix2
   e = (jnp.cos(half), jnp.sin(half))
   one_minus = _cadd((jnp.ones_like(x), zero), _cmul(e, (-h[0], -h[1])))
@@ -428,35 +450,15 @@ def _sici(x):
 
   # Si = sum (-1)^k t^(2k+1) / ((2k+1) (2k+1)!), Ci = g + log t + sum_{k>=1} (-1)^k
   # t^(2k) / (2k (2k)!).
-  def series(k, carry):
-    p, si, ci = carry  # p = (-1)^k t^(2k) / (2k)!
-    kf = k.astype(x.dtype)
-    ci = ci + jnp.where(k > 0, p / jnp.maximum(2 * kf, 1.), 0.)
-    q = p * xs / (2 * kf + 1)
-    si = si + q / (2 * kf + 1)
-    p = -q * xs / (2 * kf + 2)
-    return p, si, ci
-  _, si_s, ci_s = fori_loop(0, 30 if big else 18, series,
-                            (jnp.ones_like(x), jnp.zeros_like(x), jnp.zeros_like(x)))
+  ci_s, si_s = _weighted_taylor(
+      x, xs, 30 if big else 18, lambda p, k, kf: jnp.where(k > 0, p / jnp.maximum(2 * kf, 1.), 0.),
+      lambda q, kf: q / (2 * kf + 1))
   ci_s = ci_s + _EULER + jnp.log(xs)
   # Above the cut: E_1(i t) by its continued fraction (Numerical Recipes' cisi).
   xl = jnp.where(ax < cut, jnp.full_like(ax, cut), ax)
-  zero = jnp.zeros_like(x)
-  one = jnp.ones_like(x)
-  b = (one, xl)
-  h = _cdiv((one, zero), b)
-
-  def cf(i, carry):
-    br, bi, cr, ci, dr, di, hr, hi = carry
-    a = -jnp.square(i.astype(x.dtype) - 1)
-    br = br + 2
-    d = _cdiv((one, zero), _cadd((a * dr, a * di), (br, bi)))
-    c = _cadd((br, bi), _cdiv((a, zero), (cr, ci)))
-    h = _cmul((hr, hi), _cmul(c, d))
-    return br, bi, c[0], c[1], d[0], d[1], h[0], h[1]
-  out = fori_loop(2, (45 if big else 25) + 2, cf,
-                  (b[0], b[1], one / _tiny(x), zero, h[0], h[1], h[0], h[1]))
-  h = _cmul((jnp.cos(xl), -jnp.sin(xl)), (out[6], out[7]))
+  h = _lentz_complex(x, (jnp.ones_like(x), xl), 2, lambda i: -jnp.square(i.astype(x.dtype) - 1),
+                     2, (45 if big else 25) + 2)
+  h = _cmul((jnp.cos(xl), -jnp.sin(xl)), h)
   si_l = _c(x, np.pi / 2) + h[1]
   ci_l = -h[0]
   si = jnp.sign(x) * jnp.where(ax < cut, si_s, si_l)

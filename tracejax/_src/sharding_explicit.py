@@ -1,0 +1,817 @@
+"""Sharding in types: mesh axes of type `AxisType.Explicit`.
+
+On a mesh whose axes are `Explicit`, an array's sharding over those axes is part of its
+type, as in JAX 0.10.2: `jax.typeof(x)` prints `float32[8@x,4]`, every primitive
+computes the sharding of its result from its operands' (under `jit` as well as
+eagerly), and an operation whose result cannot be laid out unambiguously is a
+`ShardingTypeError` at trace time, not a silent choice of XLA's partitioner.
+
+How it is wired (the rest of tracejax is unchanged while no mesh has Explicit axes):
+
+* `ShardedShapedArray` is a `ShapedArray` that also carries `(mesh, spec)`: `spec` has
+  one entry per array axis naming only Explicit mesh axes. `==` ignores the sharding
+  (structural checks see one type) but the hash does not (caches keyed on avals, jit
+  signatures and jaxlib result handlers, keep typed and untyped values apart);
+* `put_sharded` (runtime/sharding.py) gives the Arrays it makes such an aval when their
+  NamedSharding's mesh has Explicit axes, so `jit` traces with typed avals;
+* `Primitive.out_avals` (core/trace.py) calls `_sharding_rule` once a mesh with Explicit
+  axes exists: it looks up the primitive's rule in `_RULES` and types the outputs;
+  `lower_spmd` (interpreters/pxla.py) lays out each typed result by its type;
+* dot_general's transpose rule is wrapped so that a cotangent has its primal's type
+  (the weights' gradient of a data-parallel step contracts over the split batch axis).
+
+Rules exist for: elementwise primitives (operand specs merge axis by axis; two
+different mesh axes on one array axis are an error), `select_n` (the cases must agree),
+`convert_element_type` and other unary ops, reductions (`reduce_*`, `argmax`/`argmin`:
+the reduced axes are dropped), cumulative reductions and `sort` (the axis must not be
+split), `broadcast_in_dim`, `reshape` (splitting and merging of axes where JAX allows
+it), `squeeze`, `transpose`, `rev`, `concatenate`, `slice`/`pad`/`dynamic_slice` (the
+spec is kept), `dot_general` (batch axes merge, contracting axes split on both sides
+are an error unless `out_sharding=` is given), `sharding_constraint` (`reshard`) and
+`shard_map` (typed by their sharding / out_specs). Other primitives give untyped
+results (their layout is XLA's choice), where JAX has a rule for each; an axis a slice
+or pad leaves indivisible is left unsplit (JAX shards it unevenly).
+"""
+import contextlib
+import threading
+
+import numpy as np
+
+from tracejax._src.core import avals as avals_mod
+from tracejax._src.core import trace as trace_mod
+from tracejax._src.runtime import sharding as sharding_mod
+
+AxisType = sharding_mod.AxisType
+P = sharding_mod.PartitionSpec
+
+
+class ShardingTypeError(Exception):
+  """An operation on arrays with Explicit shardings whose result sharding is illegal or
+  ambiguous (JAX's `ShardingTypeError`)."""
+
+
+# ---- the abstract mesh of a type ----
+
+class TypeMesh(avals_mod.AbstractMesh):
+  """The abstract mesh (names, sizes, axis types, no devices) a type's sharding refers
+  to; what `jax.sharding.get_abstract_mesh()` returns inside `jax.set_mesh(mesh)`.
+
+  Args:
+    mesh: the concrete `Mesh` it abstracts.
+  """
+  __slots__ = ("platform",)
+
+  def __init__(self, mesh):
+    super().__init__(mesh.axis_sizes, mesh.axis_names, mesh.axis_types)
+    flat = mesh._flat_devices
+    self.platform = flat[0].platform if flat else "cpu"
+
+  def _names_of(self, t):
+    return tuple(n for n, k in zip(self.axis_names, self.axis_types) if k == t)
+
+  explicit_axes = property(lambda self: self._names_of(AxisType.Explicit))
+  auto_axes = property(lambda self: self._names_of(AxisType.Auto))
+  manual_axes = property(lambda self: self._names_of(AxisType.Manual))
+  are_all_axes_explicit = property(lambda self: all(t == AxisType.Explicit
+                                                    for t in self.axis_types))
+  are_all_axes_auto = property(lambda self: all(t == AxisType.Auto for t in self.axis_types))
+  are_all_axes_manual = property(lambda self: all(t == AxisType.Manual
+                                                  for t in self.axis_types))
+
+  def __eq__(self, other):
+    return (isinstance(other, avals_mod.AbstractMesh) and
+            self.axis_sizes == other.axis_sizes and self.axis_names == other.axis_names and
+            tuple(self.axis_types) == tuple(other.axis_types))
+
+  def __hash__(self):
+    return hash((self.axis_sizes, self.axis_names, tuple(self.axis_types)))
+
+  def __repr__(self):
+    sizes = ", ".join(f"{n!r}: {s}" for n, s in zip(self.axis_names, self.axis_sizes))
+    types = "(" + ", ".join(t.name for t in self.axis_types) + \
+        ("," if len(self.axis_types) == 1 else "") + ")"
+    return (f"AbstractMesh({sizes}, axis_types={types}, device_kind={self.platform}, "
+            f"num_cores=None, platform={self.platform})")
+
+
+_type_meshes = {}
+
+
+def type_mesh(mesh):
+  """The `TypeMesh` of concrete `mesh` (one object per mesh)."""
+  m = _type_meshes.get(mesh)
+  if m is None:
+    m = _type_meshes[mesh] = TypeMesh(mesh)
+  return m
+
+
+# ---- typed avals ----
+
+def _entry_str(e):
+  return e if isinstance(e, str) else "(" + ",".join(e) + ")"
+
+
+class ShardedShapedArray(avals_mod.ShapedArray):
+  """A ShapedArray whose sharding over the Explicit axes of `mesh` is part of the type.
+
+  Args:
+    shape, dtype, weak_type: as for ShapedArray.
+    mesh: the concrete `Mesh`.
+    spec: one entry per axis (None, a mesh axis name, or a tuple of names), naming
+      Explicit axes only.
+  """
+  __slots__ = ("mesh", "spec")
+
+  def __init__(self, shape, dtype, weak_type=False, mesh=None, spec=None):
+    super().__init__(shape, dtype, weak_type)
+    self.mesh = mesh
+    spec = tuple(spec) if spec is not None else ()
+    self.spec = spec + (None,) * (len(self.shape) - len(spec))
+
+  def update(self, shape=None, dtype=None, weak_type=None):
+    if shape is not None and tuple(shape) != self.shape:
+      return avals_mod.ShapedArray(shape, self.dtype if dtype is None else dtype,
+                                   self.weak_type if weak_type is None else weak_type)
+    return ShardedShapedArray(self.shape, self.dtype if dtype is None else dtype,
+                              self.weak_type if weak_type is None else weak_type,
+                              self.mesh, self.spec)
+
+  def at_least_vspace(self):
+    plain = avals_mod.ShapedArray.at_least_vspace(self)
+    return ShardedShapedArray(plain.shape, plain.dtype, plain.weak_type, self.mesh,
+                              self.spec)
+
+  def __eq__(self, other):
+    # Equal to the plain ShapedArray of the same shape and dtype: the sharding is
+    # checked by the rules, not by aval comparisons (see the module docstring).
+    return (isinstance(other, avals_mod.ShapedArray) and
+            type(other) in (avals_mod.ShapedArray, ShardedShapedArray) and
+            self.shape == other.shape and self.dtype == other.dtype and
+            self.weak_type == other.weak_type)
+
+  def __ne__(self, other):
+    return not self.__eq__(other)
+
+  def __hash__(self):
+    # Deliberately not the plain aval's hash although == ignores the sharding: caches
+    # keyed on avals (jit signatures, jaxlib result handlers) then keep typed and
+    # untyped values apart, while structural checks (jaxpr typing, tangent vs primal
+    # avals) still see them as the same type.
+    h = self._hash
+    if h is None:
+      h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.spec,
+                             self.mesh))
+    return h
+
+  def str_short(self, short_dtypes=False):
+    base = avals_mod.ShapedArray.str_short(self, short_dtypes)
+    name = base[:base.index("[")]
+    dims = [str(d) if e is None else f"{d}@{_entry_str(e)}"
+            for d, e in zip(self.shape, self.spec)]
+    return f"{name}[{','.join(dims)}]"
+
+  @property
+  def sharding(self):
+    """The type's sharding: a NamedSharding over the abstract mesh."""
+    return avals_mod.AbstractNamedSharding(type_mesh(self.mesh), P(*self.spec))
+
+  def concrete_sharding(self):
+    """The NamedSharding over the concrete mesh that lays a value of this type out."""
+    return sharding_mod.NamedSharding(self.mesh, P(*self.spec))
+
+
+avals_mod.shaped_subtypes.add(ShardedShapedArray)
+
+
+def explicit_names(mesh):
+  return frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                   if t == AxisType.Explicit)
+
+
+def type_spec(sharding, ndim):
+  """The spec of `sharding` (a NamedSharding) restricted to its mesh's Explicit axes,
+  one entry per axis; None when the mesh has no Explicit axis."""
+  names = explicit_names(sharding.mesh)
+  if not names:
+    return None
+  out = []
+  for entry in sharding.spec._normalized(ndim):
+    kept = tuple(n for n in entry if n in names)
+    out.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+  return tuple(out)
+
+
+def typed_aval(aval, sharding):
+  """`aval` typed by `sharding` when it is a NamedSharding over a mesh with Explicit
+  axes (else `aval` unchanged)."""
+  if not isinstance(sharding, sharding_mod.NamedSharding) or \
+      not isinstance(aval, avals_mod.ShapedArray):
+    return aval
+  spec = type_spec(sharding, len(aval.shape))
+  if spec is None:
+    return aval
+  install()
+  return ShardedShapedArray(aval.shape, aval.dtype, aval.weak_type, sharding.mesh, spec)
+
+
+def retype(aval, sharding):
+  """`aval` typed by `sharding` alone (its old type dropped); as is when None."""
+  if sharding is None or not isinstance(aval, avals_mod.ShapedArray):
+    return aval
+  return typed_aval(avals_mod.ShapedArray(aval.shape, aval.dtype, aval.weak_type),
+                    sharding)
+
+
+def out_sharding_of(aval):
+  """The NamedSharding a result of type `aval` must have (None: untyped, XLA chooses)."""
+  if type(aval) is ShardedShapedArray:
+    return aval.concrete_sharding()
+  return None
+
+
+# ---- the rules ----
+
+def _entries(e):
+  return () if e is None else (e,) if isinstance(e, str) else tuple(e)
+
+
+def _spec_str(spec):
+  return "(" + ", ".join(repr(e) for e in spec) + ("," if len(spec) == 1 else "") + ")"
+
+
+def _merge(name, specs, ndim):
+  """Axis-by-axis merge of operand specs (None entries take the other's); two different
+  mesh axes on one array axis are an error, in JAX's words."""
+  out = []
+  for d in range(ndim):
+    got = {s[d] for s in specs if s[d] is not None}
+    if len(got) > 1:
+      raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: "
+                              f"{', '.join(_spec_str(s) for s in specs)}.")
+    out.append(next(iter(got)) if got else None)
+  return tuple(out)
+
+
+def _elementwise(prim, avals, specs, params):
+  nd = max(len(a.shape) for a in avals)   # clamp's bounds may be scalars
+  full = [s if s is not None else (None,) * nd for a, s in zip(avals, specs)
+          if len(a.shape) == nd]
+  return [_merge(prim.name, full, nd)]
+
+
+def _select_n(prim, avals, specs, params):
+  nd = len(avals[1].shape)
+  typed = [s for a, s in zip(avals[1:], specs[1:]) if s is not None]
+  if any(s != typed[0] for s in typed):
+    mesh = next(a.mesh for a in avals if type(a) is ShardedShapedArray)
+    shown = ", ".join(repr(avals_mod.AbstractNamedSharding(type_mesh(mesh), P(*s)))
+                      for s in [s if s is not None else (None,) * nd for s in specs[1:]])
+    raise ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
+  return [_merge(prim.name, [s if s is not None else (None,) * nd for s in specs], nd)]
+
+
+def _same_as_operand(prim, avals, specs, params):
+  s = specs[0] if specs[0] is not None else (None,) * len(avals[0].shape)
+  return [s] * (len(avals) if prim.multiple_results else 1)
+
+
+def _reduce(prim, avals, specs, params):
+  axes = set(params["axes"])
+  s = specs[0] or (None,) * len(avals[0].shape)
+  return [tuple(e for d, e in enumerate(s) if d not in axes)]
+
+
+def _cumulative(prim, avals, specs, params):
+  axis = params["axis"]
+  s = specs[0] or (None,) * len(avals[0].shape)
+  if s[axis] is not None:
+    raise ShardingTypeError(f"Input should be unsharded over the axis being reduced. Got "
+                            f"input type={avals[0]} and axis={axis}")
+  return [s]
+
+
+def _sort(prim, avals, specs, params):
+  dim = params["dimension"]
+  for a, s in zip(avals, specs):
+    if s is not None and s[dim] is not None:
+      raise ShardingTypeError(
+          f"Arguments to sort must be unsharded over the sorting dimension. Got arg "
+          f"sharding={a.sharding!r} and sorting dimension={dim}")
+  nd = len(avals[0].shape)
+  merged = _merge(prim.name, [s or (None,) * nd for s in specs], nd)
+  return [merged] * len(avals)
+
+
+def _transpose(prim, avals, specs, params):
+  s = specs[0]
+  return [tuple(s[p] for p in params["permutation"])]
+
+
+def _rev(prim, avals, specs, params):
+  return [specs[0]]
+
+
+def _broadcast_in_dim(prim, avals, specs, params):
+  shape, bdims = params["shape"], params["broadcast_dimensions"]
+  out = [None] * len(shape)
+  s = specs[0] or ()
+  for i, d in enumerate(bdims):
+    if i < len(s) and avals[0].shape[i] == shape[d]:
+      out[d] = s[i]
+  return [tuple(out)]
+
+
+def _squeeze(prim, avals, specs, params):
+  dims = {d % len(avals[0].shape) for d in params["dimensions"]}
+  return [tuple(e for d, e in enumerate(specs[0]) if d not in dims)]
+
+
+def _concatenate(prim, avals, specs, params):
+  nd = len(avals[0].shape)
+  return [_merge(prim.name, [s or (None,) * nd for s in specs], nd)]
+
+
+def _size_of(mesh, entry):
+  n = 1
+  for name in _entries(entry):
+    n *= mesh.axis_size(name)
+  return n
+
+
+def _reshape(prim, avals, specs, params):
+  """Groups of input and output axes whose sizes have equal products: a group of one
+  input axis split into several keeps the input's mesh axes on its first output axis
+  (which they must divide); a group of several input axes merged into one takes their
+  mesh axes in order (the split ones must come first); anything else that moves a
+  split axis needs `out_sharding=`, as in JAX."""
+  a = avals[0]
+  spec = specs[0]
+  if params.get("dimensions") is not None and \
+      tuple(params["dimensions"]) != tuple(range(len(a.shape))):
+    raise ShardingTypeError("reshape with `dimensions` of an operand with an Explicit "
+                            "sharding is not supported.")
+  old, new = list(a.shape), list(params["new_sizes"])
+  mesh = a.mesh
+  out = [None] * len(new)
+
+  def fail():
+    raise ShardingTypeError(
+        "This reshape is not supported. Please specify the sharding of the output via the "
+        f"`out_sharding` argument of jax.lax.reshape. Got operand type: {a}, new sizes: "
+        f"{tuple(new)}")
+
+  i = j = 0
+  while i < len(old) or j < len(new):
+    # Size-1 axes on either side form groups of their own.
+    if j < len(new) and new[j] == 1 and (i >= len(old) or old[i] != 1):
+      j += 1
+      continue
+    if i < len(old) and old[i] == 1 and (j >= len(new) or new[j] != 1):
+      if spec[i] is not None:
+        fail()
+      i += 1
+      continue
+    i0, j0 = i, j
+    pi, pj = old[i], new[j]
+    i += 1
+    j += 1
+    while pi != pj:
+      if pi < pj:
+        pi *= old[i]
+        i += 1
+      else:
+        pj *= new[j]
+        j += 1
+    ins, outs = list(range(i0, i)), list(range(j0, j))
+    in_specs = [spec[k] for k in ins]
+    if all(e is None for e in in_specs):
+      continue
+    if len(ins) == 1 and len(outs) == 1:
+      out[outs[0]] = in_specs[0]
+    elif len(ins) == 1:
+      e = in_specs[0]
+      if new[outs[0]] % _size_of(mesh, e):
+        fail()
+      out[outs[0]] = e
+    elif len(outs) == 1:
+      seen_none = False
+      names = []
+      for e in in_specs:
+        if e is None:
+          seen_none = True
+        elif seen_none:
+          fail()
+        else:
+          names += list(_entries(e))
+      out[outs[0]] = names[0] if len(names) == 1 else tuple(names)
+    else:
+      fail()
+  return [tuple(out)]
+
+
+def _dot_general(prim, avals, specs, params):
+  (lc, rc), (lb, rb) = params["dimension_numbers"]
+  lhs, rhs = avals
+  ls = specs[0] or (None,) * len(lhs.shape)
+  rs = specs[1] or (None,) * len(rhs.shape)
+  lcs, rcs = tuple(ls[d] for d in lc), tuple(rs[d] for d in rc)
+  for l, r in zip(lcs, rcs):
+    if l is not None and r is not None:
+      if getattr(_transposing, "on", False) and l == r:
+        continue   # a cotangent: summed over the axis, then laid out as its primal
+      if l != r:
+        raise ShardingTypeError(
+            "dot_general requires contracting dimensions to have consistent sharding, got "
+            f"{lcs} and {rcs}.")
+      raise ShardingTypeError(
+          "Contracting dimensions are sharded and it is ambiguous how the output should be "
+          "sharded. Please specify the output sharding via the `out_sharding` parameter. "
+          f"Got lhs_contracting_spec={lcs} and rhs_contracting_spec={rcs}")
+  batch = _merge(prim.name, [tuple(ls[d] for d in lb), tuple(rs[d] for d in rb)], len(lb))
+  lfree = tuple(ls[d] for d in range(len(ls)) if d not in lc and d not in lb)
+  rfree = tuple(rs[d] for d in range(len(rs)) if d not in rc and d not in rb)
+  return [batch + lfree + rfree]
+
+
+_ELEMENTWISE = frozenset("""
+mulhi erf erfc erf_inv lgamma digamma polygamma zeta igamma igammac igamma_grad_a
+random_gamma_grad regularized_incomplete_beta bessel_i0e bessel_i1e add sub mul div rem
+neg sign abs max min square sqrt rsqrt cbrt exp exp2 log log1p expm1 tanh logistic sin
+cos tan asin acos atan atan2 sinh cosh asinh acosh atanh floor ceil nextafter is_finite
+not and or xor shift_left shift_right_arithmetic shift_right_logical population_count clz
+complex real imag eq ne lt le gt ge pow integer_pow round conj convert_element_type
+reduce_precision clamp copy copy_p stop_gradient add_any
+""".split())
+
+_RULES = {name: _elementwise for name in _ELEMENTWISE}
+_RULES.update({
+    "select_n": _select_n,
+    "reduce_sum": _reduce, "reduce_max": _reduce, "reduce_min": _reduce,
+    "reduce_prod": _reduce, "reduce_and": _reduce, "reduce_or": _reduce,
+    "reduce_xor": _reduce, "argmax": _reduce, "argmin": _reduce,
+    "cumsum": _cumulative, "cumprod": _cumulative, "cummax": _cumulative,
+    "cummin": _cumulative, "cumlogsumexp": _cumulative,
+    "sort": _sort,
+    "transpose": _transpose, "rev": _rev,
+    "broadcast_in_dim": _broadcast_in_dim, "squeeze": _squeeze,
+    "concatenate": _concatenate, "reshape": _reshape,
+    "dot_general": _dot_general,
+    # JAX keeps the operand's spec through slicing and padding.
+    "slice": _same_as_operand, "pad": _same_as_operand, "dynamic_slice": _same_as_operand,
+})
+
+
+def _check_duplicates(prim, avals_in, out_avals, specs):
+  for a, s in zip(out_avals, specs):
+    used = [n for e in s for n in _entries(e)]
+    if len(used) != len(set(used)):
+      ins = ", ".join(x.str_short(short_dtypes=True) for x in avals_in)
+      typed = ShardedShapedArray(a.shape, a.dtype, a.weak_type, None, s)
+      raise ShardingTypeError(f"{prim.name} operation with inputs: {ins} produces an "
+                              f"illegally sharded result: {typed.str_short(True)}")
+
+
+_suspended = threading.local()
+
+
+@contextlib.contextmanager
+def suspended():
+  """Inside: no sharding rule runs (the results are untyped); for operations given an
+  explicit `out_sharding=`, which is applied afterwards."""
+  prev = getattr(_suspended, "on", False)
+  _suspended.on = True
+  try:
+    yield
+  finally:
+    _suspended.on = prev
+
+
+def _sharding_rule(prim, avals_in, params, outs):
+  if prim.name == "sharding_constraint":   # typed by its sharding, whatever its input
+    s = params["sharding"]
+    if isinstance(s, sharding_mod.NamedSharding) and explicit_names(s.mesh):
+      return [retype(outs[0], s)]
+    return outs
+  if prim.name == "shard_map":   # typed by its out_specs over the mesh's Explicit axes
+    m = params["mesh"]
+    if explicit_names(m):
+      return [retype(o, sharding_mod.NamedSharding(m, s))
+              for o, s in zip(outs, params["out_specs"])]
+    return outs
+  mesh = None
+  for a in avals_in:
+    if type(a) is ShardedShapedArray:
+      mesh = a.mesh
+      break
+  if mesh is None or getattr(_suspended, "on", False):
+    return outs
+  rule = _RULES.get(prim.name)
+  if rule is None:
+    return outs
+  for a in avals_in:
+    if type(a) is ShardedShapedArray and a.mesh != mesh:
+      raise ShardingTypeError(f"Mesh for all inputs of {prim.name} should be equal. Got "
+                              f"{a.mesh} and {mesh}")
+  specs = [a.spec if type(a) is ShardedShapedArray else None for a in avals_in]
+  try:
+    out_specs = rule(prim, avals_in, specs, params)
+  except ShardingTypeError:
+    raise
+  except (KeyError, IndexError, TypeError, ValueError):
+    return outs   # a form the rule does not know (e.g. under vmap): leave it untyped
+  if out_specs is None or len(out_specs) != len(outs):
+    return outs
+  for o, s in zip(outs, out_specs):
+    if len(s) != len(o.shape):
+      return outs
+  _check_duplicates(prim, avals_in, outs, out_specs)
+  # An axis the mesh axes no longer divide (a slice, a pad) is left unsplit: tracejax
+  # lays arrays out in even blocks only (JAX would shard it unevenly).
+  out_specs = [tuple(e if e is None or o.shape[d] % _size_of(mesh, e) == 0 else None
+                     for d, e in enumerate(s)) for o, s in zip(outs, out_specs)]
+  return [ShardedShapedArray(o.shape, o.dtype, o.weak_type, mesh, s)
+          for o, s in zip(outs, out_specs)]
+
+
+_transposing = threading.local()
+
+
+def _typed_transpose(rule):
+  """dot_general's transpose rule, typed as JAX types it: each cotangent has its primal's
+  type (a contraction over an axis split on both sides is a sum across it, not an
+  ambiguity, and the sum is then laid out as the primal)."""
+  def transpose(ct, *args, **params):
+    from tracejax._src.interpreters import ad, pxla
+    prev = getattr(_transposing, "on", False)
+    _transposing.on = True
+    try:
+      outs = rule(ct, *args, **params)
+    finally:
+      _transposing.on = prev
+    res = []
+    for c, a in zip(outs, args):
+      if c is not None and type(c) is not ad.Zero and ad.is_undefined_primal(a) and \
+          type(a.aval) is ShardedShapedArray:
+        c = pxla.with_sharding_constraint(c, a.aval.concrete_sharding())
+      res.append(c)
+    return res
+  transpose._typed = True
+  return transpose
+
+
+def install():
+  """Turn the rules on (done when the first mesh with Explicit axes is made)."""
+  trace_mod.sharding_rule = _sharding_rule
+  sharding_mod.aval_typer = typed_aval
+  from tracejax._src.interpreters import ad
+  from tracejax._src.lax import dot
+  rule = ad.primitive_transposes.get(dot.dot_general_p)
+  if rule is not None and not getattr(rule, "_typed", False):
+    ad.primitive_transposes[dot.dot_general_p] = _typed_transpose(rule)
+
+
+# ---- the mesh context: jax.set_mesh, get_abstract_mesh ----
+
+class set_mesh:
+  """Make `mesh` the current mesh: bare `PartitionSpec`s (in `reshard`, `device_put`,
+  `out_sharding=`, `jit`'s shardings, `shard_map`) refer to it. As a call it sets it
+  for the rest of the thread; as a context manager, until the block ends.
+
+  Args:
+    mesh: a `Mesh` (or None to clear).
+
+  >>> with jax.set_mesh(mesh):                  # doctest: +SKIP
+  ...   y = jax.sharding.reshard(x, P('x'))
+  """
+
+  def __init__(self, mesh):
+    if mesh is not None and not isinstance(mesh, sharding_mod.Mesh):
+      raise TypeError(f"set_mesh expects a Mesh, got {mesh!r}")
+    stack = sharding_mod._mesh_stack.stack
+    self._prev = list(stack)
+    self.mesh = mesh
+    if mesh is None:
+      stack.clear()
+    else:
+      stack.append(mesh)
+    if mesh is not None and explicit_names(mesh):
+      install()
+
+  def __enter__(self):
+    return self.mesh
+
+  def __exit__(self, *exc):
+    sharding_mod._mesh_stack.stack[:] = self._prev
+    return False
+
+
+def get_abstract_mesh():
+  """The abstract mesh of the current mesh (`jax.set_mesh`/`with mesh:`), else the empty
+  one.
+
+  >>> get_abstract_mesh()
+  AbstractMesh((), axis_types=())
+  """
+  m = sharding_mod.current_mesh()
+  return avals_mod.AbstractMesh.EMPTY if m is None else type_mesh(m)
+
+
+def get_mesh():
+  """The current concrete mesh (`jax.set_mesh`/`with mesh:`), else the empty `Mesh`.
+
+  >>> get_mesh().empty
+  True
+  """
+  m = sharding_mod.current_mesh()
+  return sharding_mod.Mesh((), ()) if m is None else m
+
+
+def _as_named(s, what):
+  if isinstance(s, sharding_mod.PartitionSpec):
+    mesh = sharding_mod.current_mesh()
+    if mesh is None:
+      raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
+                       "allowed. Please pass a NamedSharding instance or enter into a mesh "
+                       f"context via `jax.set_mesh`. Got {s!r}")
+    return sharding_mod.NamedSharding(mesh, s)
+  if isinstance(s, sharding_mod.Sharding):
+    return s
+  raise TypeError(f"{what} must be a NamedSharding or a PartitionSpec, got {s!r}")
+
+
+def reshard(xs, out_shardings):
+  """`xs` (a pytree of arrays) laid out by `out_shardings`: a `NamedSharding`, or a
+  `PartitionSpec` of the current mesh (`jax.set_mesh`), or a pytree prefix of them. Under
+  `jit` the result's type carries the new sharding; eagerly the data moves.
+
+  Args:
+    xs: arrays (or a pytree of them).
+    out_shardings: the target shardings.
+
+  >>> with jax.set_mesh(mesh):                         # doctest: +SKIP
+  ...   y = jax.sharding.reshard(x, P(None, 'x'))
+  """
+  from tracejax._src import tree_util
+  from tracejax._src.interpreters import pxla
+  is_leaf = lambda s: s is None or isinstance(s, (sharding_mod.Sharding,
+                                                  sharding_mod.PartitionSpec))
+  if is_leaf(out_shardings):
+    shs = [out_shardings] * len(tree_util.tree_leaves(xs))
+  else:
+    shs = list(tree_util.broadcast_prefix(out_shardings, xs, is_leaf=is_leaf))
+  shs = [_as_named(s, "reshard out_shardings") for s in shs]
+  leaves, tree = tree_util.tree_flatten(xs)
+
+  def full(s, x):   # JAX writes the result's spec with one entry per axis
+    n = len(getattr(x, "shape", ())) if hasattr(x, "shape") else len(np.shape(x))
+    if isinstance(s, sharding_mod.NamedSharding) and len(s.spec) < n:
+      return sharding_mod.NamedSharding(s.mesh, P(*s.spec, *([None] * (n - len(s.spec)))))
+    return s
+  return tree_util.tree_unflatten(
+      tree, [pxla.with_sharding_constraint(x, full(s, x)) for x, s in zip(leaves, shs)])
+
+
+def with_out_sharding(fun, out_sharding, what):
+  """`fun()` computed with the sharding rules suspended, its result laid out by
+  `out_sharding` (a NamedSharding, or a PartitionSpec of the current mesh): the
+  `out_sharding=` of `jnp.dot`/`matmul`/`einsum`/`lax.dot_general`/`reshape`."""
+  if out_sharding is None:
+    return fun()
+  s = _as_named(out_sharding, f"{what} out_sharding")
+  with suspended():
+    out = fun()
+  from tracejax._src.interpreters import pxla
+  return pxla.with_sharding_constraint(out, s)
+
+
+# ---- auto_axes: some Explicit axes left to the partitioner inside a function ----
+
+def _retype_p():
+  """`retype`: the identity on values, whose result has the type given by its params
+  (spec over the mesh's Explicit axes, or untyped): how `auto_axes` drops mesh axes from
+  its arguments' types without moving data. Made on first use (its rules live in
+  layers above this module's imports)."""
+  if not _retype_prim:
+    from tracejax._src.core.trace import Primitive
+    from tracejax._src.interpreters import ad, batching, lowering
+    p = Primitive("retype")
+
+    def impl(x, *, mesh, spec):
+      from tracejax._src.runtime import backend
+      aval = _retyped(x.aval, mesh, spec)
+      return backend.ArrayImpl(aval, x._sharding, list(x._arrays), x._committed, True)
+
+    p.def_impl(impl)
+    p.def_abstract_eval(lambda aval, *, mesh, spec: _retyped(aval, mesh, spec))
+    lowering.register_lowering(p, lambda ctx, x, *, mesh, spec: [x])
+    ad.deflinear(p, lambda ct, *, mesh, spec: [ct])
+    batching.primitive_batchers[p] = lambda args, dims, *, mesh, spec: (args[0], dims[0])
+    _retype_prim.append(p)
+  return _retype_prim[0]
+
+
+_retype_prim = []
+
+
+def _retyped(aval, mesh, spec):
+  plain = avals_mod.ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+  if spec is None or all(e is None for e in spec) and mesh is None:
+    return plain
+  return ShardedShapedArray(aval.shape, aval.dtype, aval.weak_type, mesh, spec)
+
+
+def _drop_axes(x, axes):
+  aval = getattr(x, "aval", None)
+  if type(aval) is not ShardedShapedArray:
+    return x
+  spec = []
+  for e in aval.spec:
+    kept = tuple(n for n in _entries(e) if n not in axes)
+    spec.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+  return _retype_p().bind(x, mesh=aval.mesh, spec=tuple(spec))
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding):
+  """`f` with the mesh axes `axes` (default: all of the current mesh's) treated as Auto
+  inside it: its arguments' types drop them and what it computes from them is laid out
+  by XLA's partitioner, not typed; its results are then laid out by `out_sharding` (a
+  NamedSharding or a PartitionSpec of the current mesh, or a pytree of them).
+
+  Args:
+    f: the function (or None, for use as a decorator with keywords).
+    axes: a mesh axis name or a tuple of them.
+    out_sharding: the results' shardings (required, as in JAX).
+
+  >>> with jax.set_mesh(mesh):                                     # doctest: +SKIP
+  ...   y = jax.sharding.auto_axes(lambda w: w @ w.T, out_sharding=P('x', None))(x)
+  """
+  if f is None:
+    return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+  if not callable(f):
+    raise TypeError(f"auto_axes requires a callable, got {f!r}")
+  import functools
+
+  @functools.wraps(f)
+  def wrapped(*args, **kwargs):
+    from tracejax._src import tree_util
+    names = axes
+    if names is None:
+      mesh = sharding_mod.current_mesh()
+      names = mesh.axis_names if mesh is not None else ()
+    names = frozenset((names,) if isinstance(names, str) else names)
+    args, kwargs = tree_util.tree_map(lambda x: _drop_axes(x, names), (args, kwargs))
+    return reshard(f(*args, **kwargs), out_sharding)
+
+  return wrapped
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding):
+  """`f` with the mesh axes `axes` (default: all of the current mesh's) treated as
+  Explicit inside it, on a mesh whose axes are Auto: its arguments are laid out by
+  `in_sharding` and typed by it over those axes, the sharding rules apply to what it
+  computes, and its results leave untyped (their layout XLA's partitioner's again).
+
+  Args:
+    f: the function (or None, for use as a decorator with keywords).
+    axes: a mesh axis name or a tuple of them.
+    in_sharding: the arguments' shardings (a NamedSharding or a PartitionSpec of the
+      current mesh, or a pytree prefix of the arguments of them; required, as in JAX).
+
+  >>> with jax.set_mesh(auto_mesh):                                        # doctest: +SKIP
+  ...   y = jax.sharding.explicit_axes(lambda w: w.sum(0), in_sharding=P('x', 'y'))(x)
+  """
+  if f is None:
+    return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+  if not callable(f):
+    raise TypeError(f"explicit_axes requires a callable, got {f!r}")
+  import functools
+
+  @functools.wraps(f)
+  def wrapped(*args):
+    from tracejax._src import tree_util
+    install()
+    args = reshard(args, in_sharding if isinstance(in_sharding, (
+        sharding_mod.Sharding, sharding_mod.PartitionSpec)) else tuple(in_sharding))
+    leaves, tree = tree_util.tree_flatten(args)
+    typed = []
+    for x in leaves:
+      s = x.sharding if not hasattr(x, "_trace") else None
+      if s is None:   # a tracer: the constraint's sharding is in the staged program
+        s = _as_named(in_sharding, "explicit_axes in_sharding") if isinstance(
+            in_sharding, (sharding_mod.Sharding, sharding_mod.PartitionSpec)) else None
+      if not isinstance(s, sharding_mod.NamedSharding):
+        typed.append(x)
+        continue
+      names = axes if axes is not None else s.mesh.axis_names
+      names = frozenset((names,) if isinstance(names, str) else names)
+      spec = []
+      for e in s.spec._normalized(len(x.shape)):
+        kept = tuple(n for n in e if n in names)
+        spec.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+      typed.append(_retype_p().bind(x, mesh=s.mesh, spec=tuple(spec)))
+    out = f(*tree_util.tree_unflatten(tree, typed))
+    return tree_util.tree_map(
+        lambda y: _retype_p().bind(y, mesh=None, spec=None)
+        if type(getattr(y, "aval", None)) is ShardedShapedArray else y, out)
+
+  return wrapped

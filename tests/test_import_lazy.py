@@ -106,6 +106,24 @@ def test_numpy_attribute_of_lazy_package_imports_only_numpy():
   assert x == [1.0, 2.0, 3.0]
 
 
+def test_api_leaves_lax_and_scipy_until_used():
+  # `jax.jit` imports the API (tracejax/_api.py), not every lax family nor SciPy.
+  out = _run("""
+      import json, sys
+      import tracejax as jax
+      y = jax.jit(lambda x: x * 2.0)(jax.numpy.ones(2)) + 1
+      left_out = [m for m in ("scipy", "tracejax.lax", "tracejax._src.lax.linalg",
+                              "tracejax._src.lax.convolution", "tracejax._src.control_flow")
+                  if m not in sys.modules]
+      cond = float(jax.lax.cond(True, lambda: 1.0, lambda: 2.0))
+      print(json.dumps([left_out, y.tolist(), cond, "lax" in dir(jax), "lax" in jax.__all__]))
+  """)
+  left_out, y, cond, listed, exported = out
+  assert left_out == ["scipy", "tracejax.lax", "tracejax._src.lax.linalg",
+                      "tracejax._src.lax.convolution", "tracejax._src.control_flow"]
+  assert y == [3.0, 3.0] and cond == 1.0 and listed and exported
+
+
 def test_deferred_names_and_methods_work_and_are_listed():
   out = _run("""
       import json, sys

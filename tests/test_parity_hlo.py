@@ -115,7 +115,7 @@ def test_stax_mlp_step_is_transpose_free():
 
 
 @pytest.mark.parametrize("sa,sb", [((3,), (3,)), ((3,), (3, 4)), ((2, 5, 3), (3,)),
-                                   ((3,), (2, 3, 4)), ((2, 4, 3), (3, 5))])
+                                   ((3,), (2, 3, 4))])
 def test_matmul_vector_operands(sa, sb):
   rng = np.random.RandomState(1)
   a, b = rng.randn(*sa).astype(np.float32), rng.randn(*sb).astype(np.float32)

@@ -240,9 +240,13 @@ def _index_expr(rng, shape):
     opts += ["1:", "::-1", ":-1", "::2"]
     if n0 > 0:
       i = int(rng.integers(-n0, n0))
-      opts += [str(i), f"jnp.array([0, {i}])", f"np.array([{i}, 0])", "[-1, 0]",
+      # A list index goes inside a tuple: a bare list (x[[-1, 0]]) is a TypeError in
+      # JAX 0.10.2 (and here), so it is drawn only rarely, as a misuse check.
+      opts += [str(i), f"jnp.array([0, {i}])", f"np.array([{i}, 0])", "([-1, 0],)",
                f"{-n0 - 1}", "jnp.array(-1)"]
-    opts += ["jnp.array([1, -4])", "[True] * %d" % n0]
+      if rng.random() < 0.1:
+        opts.append("[-1, 0]")
+    opts += ["jnp.array([1, -4])", "([True] * %d,)" % n0]
   if nd >= 2:
     opts += ["..., 0", ":, ::-1", "0, :", "..., [0, -1]", ":, None, 0"]
   return str(rng.choice(opts))

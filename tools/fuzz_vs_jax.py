@@ -197,6 +197,15 @@ def _msg_key(r):
   return " ".join(m.split()[:7])[:60]
 
 
+def _weak_key(leaf):
+  """A leaf's weak type; JAX's TypedInt/TypedFloat (Python scalars with a dtype) read as
+  the Python int/float they subclass."""
+  w = leaf.get("weak")
+  if isinstance(w, str) and w.startswith("py:Typed"):
+    return "py:" + w[len("py:Typed"):].lower()
+  return w
+
+
 def compare(j, t):
   """Category string of a disagreement, or None when the results agree."""
   slow = ("WorkerDied", "Timeout")
@@ -220,8 +229,58 @@ def compare(j, t):
   cat = _compare_values_leaves(jl, tl)
   if cat:
     return cat
-  if any(a.get("weak") != b.get("weak") for a, b in zip(jl, tl)):
+  if any(_weak_key(a) != _weak_key(b) for a, b in zip(jl, tl)):
     return "weak_type"
+  return None
+
+
+# ------------------------------------------------------------- deliberate differences
+
+def _jexc(j, exc, *frags):
+  return not j["ok"] and j["exc"] == exc and all(f in j["msg"] for f in frags)
+
+
+def _texc(t, exc, *frags):
+  return not t["ok"] and t["exc"] == exc and all(f in t["msg"] for f in frags)
+
+
+# The documented list (README.md, "Deliberate differences from JAX"): a name and a test
+# on (program source, JAX's result, tracejax's result). A disagreement that passes one
+# is counted under "deliberate:<name>", not as a disagreement.
+DELIBERATE = [
+    ("lax-python-scalar", lambda src, j, t: t["ok"] and "lax." in src and (
+        _jexc(j, "TypeError", "requires arguments to have the same dtypes")
+        or _jexc(j, "TypeError", "does not accept dtype bool at position")
+        or _jexc(j, "TypeError", "the first argument to pow must have"))),
+    ("jax-float0-crash", lambda src, j, t: _jexc(j, "TypeError",
+                                                 "a bytes-like object is required")),
+    ("rfft-half-precision", lambda src, j, t: t["ok"] and _jexc(
+        j, "ValueError", "RFFT input must be float32 or float64")),
+    ("rfft-complex-error-type", lambda src, j, t: _jexc(
+        j, "ValueError", "only real valued inputs supported") and _texc(
+        t, "TypeError", "needs a real input array")),
+    ("lapack-half-precision", lambda src, j, t: _jexc(
+        j, "NotImplementedError", "Unsupported dtype") and _texc(
+        t, "TypeError", "requires a float32, float64, complex64 or complex128 operand")),
+    ("jnp-fix-2020-api", lambda src, j, t: _jexc(j, "AttributeError", "jax.numpy.fix")),
+    ("nextafter-jvp", lambda src, j, t: _jexc(
+        j, "NotImplementedError", "Differentiation rule for 'nextafter'")),
+    ("jax-error-type-varies", lambda src, j, t: (
+        _jexc(j, "TypeError", "rev dimensions must all be less than") and
+        _texc(t, "ValueError", "out-of-bounds axis")) or (
+        _jexc(j, "ZeroDivisionError") and _texc(t, "ValueError",
+                                                "invalid number of FFT data points"))),
+]
+
+
+def deliberate(src, j, t):
+  """Name of the documented deliberate difference this disagreement is, or None."""
+  for name, test in DELIBERATE:
+    try:
+      if test(src, j, t):
+        return name
+    except (KeyError, TypeError):
+      continue
   return None
 
 
@@ -419,7 +478,8 @@ def fuzz(args, job=0, jobs=1):
   runner = Runner(args.x64, tfp=args.threefry_partitionable)
   results = {"n": 0, "agree": 0, "both_error": 0, "gen_fail": 0, "disagree": 0,
              "categories": collections.Counter(), "signatures": collections.Counter(),
-             "files": [], "ops_seen": collections.Counter()}
+             "files": [], "ops_seen": collections.Counter(),
+             "deliberate": collections.Counter()}
   minimised_per_sig = collections.Counter()
   t_end = time.time() + 60 * args.minutes if args.minutes else None
   todo = iter(args.indices[job::jobs]) if args.indices else None
@@ -439,7 +499,12 @@ def fuzz(args, job=0, jobs=1):
       continue
     cat, j, t = runner.classify(prog)
     results["n"] += 1
-    if cat is None:
+    known = deliberate(G.render(prog), j, t) if cat is not None else None
+    if known is not None:
+      results["deliberate"][known] += 1
+      if args.verbose:
+        print(f"[{i}] deliberate:{known}", flush=True)
+    elif cat is None:
       results["agree"] += 1
       if not j["ok"]:
         results["both_error"] += 1
@@ -477,10 +542,12 @@ def fuzz(args, job=0, jobs=1):
 
 def merge(parts):
   tot = {"n": 0, "agree": 0, "both_error": 0, "gen_fail": 0, "disagree": 0,
-         "categories": collections.Counter(), "signatures": collections.Counter(), "files": []}
+         "categories": collections.Counter(), "signatures": collections.Counter(), "files": [],
+         "deliberate": collections.Counter()}
   for p in parts:
     for k in ("n", "agree", "both_error", "gen_fail", "disagree"):
       tot[k] += p[k]
+    tot["deliberate"].update(p.get("deliberate", {}))
     tot["categories"].update(p["categories"])
     tot["signatures"].update(p["signatures"])
     tot["files"] += p["files"]
@@ -492,6 +559,8 @@ def print_summary(res, args, elapsed):
         f"programs={res['n']} in {elapsed:.0f}s ===")
   print(f"agree: {res['agree']} (both raise: {res['both_error']})   "
         f"disagree: {res['disagree']}   generator failures: {res['gen_fail']}")
+  print(f"documented deliberate differences: {sum(res['deliberate'].values())} "
+        f"{dict(res['deliberate'].most_common())}")
   print("\n| category | programs |\n|---|---|")
   for cat, n in res["categories"].most_common():
     print(f"| {cat} | {n} |")
@@ -563,8 +632,8 @@ def main(argv=None):
       p.wait()
       with open(path) as f:
         d = json.load(f)
-      for k in ("categories", "signatures"):
-        d[k] = collections.Counter(d[k])
+      for k in ("categories", "signatures", "deliberate"):
+        d[k] = collections.Counter(d.get(k, {}))
       parts.append(d)
     res = merge(parts)
   print_summary(res, args, time.time() - t0)

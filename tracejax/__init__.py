@@ -75,6 +75,10 @@ _LAZY_ATTRIBUTES = {
     "set_mesh": "tracejax._src.sharding_explicit",
     "reshard": "tracejax._src.sharding_explicit",
     "P": "tracejax.sharding",
+    # pmap's SPMD machinery (interpreters/pxla.py, lax/parallel.py) is not needed by jit.
+    "pmap": "tracejax._src.pmap",
+    "soft_pmap": "tracejax._src.xla_computation",
+    "xla_computation": "tracejax._src.xla_computation",
 }
 
 
@@ -97,7 +101,8 @@ def __getattr__(name):
       return module
   api = _load_api()
   if name == "__all__":
-    return sorted(k for k in vars(api) if not k.startswith("_"))
+    return sorted({k for k in vars(api) if not k.startswith("_")} | _API_SUBMODULES
+                  | {"pmap", "soft_pmap", "xla_computation"})
   if name in vars(api):
     return vars(api)[name]
   source = _LAZY_ATTRIBUTES.get(name)
@@ -124,4 +129,4 @@ def __dir__():
   import importlib.util
   present = {n for n in _LAZY_SUBMODULES if importlib.util.find_spec(f"{__name__}.{n}")}
   return sorted(set(globals()) | set(vars(_load_api())) | present | set(_INTERPRETER_ALIASES)
-                | set(_LAZY_ATTRIBUTES))
+                | set(_LAZY_ATTRIBUTES) | _API_SUBMODULES)

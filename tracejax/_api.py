@@ -67,7 +67,8 @@ from tracejax._src.custom_derivatives import (
     custom_jvp as custom_jvp,
     custom_vjp as custom_vjp,
 )
-from tracejax._src.pmap import pmap as pmap
+# `pmap`, `soft_pmap` and `xla_computation` are imported on first use (their SPMD
+# machinery is a tenth of tracejax's code): see _LAZY_ATTRIBUTES in tracejax/__init__.py.
 from tracejax._src.ad_checkpoint import (
     checkpoint as checkpoint,
     checkpoint_policies as checkpoint_policies,
@@ -81,10 +82,6 @@ from tracejax._src.custom_transforms import (  # the 2020 custom-derivative API
     defvjp as defvjp,
     defvjp_all as defvjp_all,
     jarrett as jarrett,
-)
-from tracejax._src.xla_computation import (
-    soft_pmap as soft_pmap,
-    xla_computation as xla_computation,
 )
 # Host callbacks (`jax.debug` is a lazy submodule; io_callback is in jax.experimental).
 from tracejax._src.callback import (
@@ -123,9 +120,10 @@ from tracejax._src.util import partial as partial
 from tracejax._src.typing import Device as Device, typeof as typeof
 
 # ---- submodules imported with the API (used by nearly every program; `tracejax.numpy`
-# also installs the operators and methods of Array) ----
+# also installs the operators and methods of Array). `jax.lax` (every primitive family,
+# control flow, linalg, convolutions: a third of tracejax's code) is imported on its
+# first use, by tracejax/__init__.py (_API_SUBMODULES), like the other submodules. ----
 from tracejax import dtypes as dtypes
-from tracejax import lax as lax
 from tracejax import numpy as numpy
 from tracejax import tree_util as tree_util
 

@@ -81,6 +81,12 @@ def _xla_call_impl(*args, call_jaxpr, name, device=None, backend=None, donated_i
     pairs = [_device_value(x, a) for x, a, k in zip(args, avals, keep_in) if k]
     args, avals = tuple(x for x, _ in pairs), tuple(a for _, a in pairs)
   placed = sharding.placement(args, name) if sharding.needs_placement(args) else None
+  if placed is not None and sharding.spmd_arrays(args):
+    # Arguments laid out over several devices: one SPMD program over them (pxla.py).
+    outs = _pxla().apply_spmd_jaxpr(jaxpr, args, avals, name)
+    if config.jax_debug_nans or config.jax_debug_infs:
+      _check_nans_op_by_op(call_jaxpr, [], all_args, _with_host_float0(outs, f0_outs), name)
+    return _with_host_float0(outs, f0_outs)
   key = avals if placed is None else (avals, placed)
   entry = per_jaxpr.get(key)
   if entry is None:

@@ -158,6 +158,9 @@ def eval_jaxpr(jaxpr, consts, *args):
   env = {unitvar: unit}
 
   def read(v):
+    return v.val if type(v) is Literal else env[v]
+
+  def read_in(v):  # operands: weak literals as Python scalars (outputs stay as they are)
     return _literal_value(v) if type(v) is Literal else env[v]
 
   for v, x in zip(jaxpr.constvars, consts):
@@ -167,7 +170,7 @@ def eval_jaxpr(jaxpr, consts, *args):
   for v, x in zip(jaxpr.invars, args):
     env[v] = x
   for eqn in jaxpr.eqns:
-    ans = bind(eqn.primitive, *map(read, eqn.invars), **eqn.params)
+    ans = bind(eqn.primitive, *map(read_in, eqn.invars), **eqn.params)
     if not eqn.primitive.multiple_results:
       ans = (ans,)
     for v, x in zip(eqn.outvars, ans):

@@ -1179,6 +1179,26 @@ def apply_spmd(prim, args, avals, params, params_key):
   """One primitive on arguments among which some are laid out over a mesh: an SPMD
   program whose inputs keep their shardings (others replicated) and whose outputs
   take the shardings XLA's partitioner chose."""
+  def build():
+    out_avals = prim.out_avals(list(avals), params)
+    invars = [ir.Var(a) for a in avals]
+    outvars = [ir.Var(a) for a in out_avals]
+    return ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, prim, params)])
+
+  outs = _run_on_arg_devices(args, avals, (prim, params_key), build, prim.name)
+  return outs if prim.multiple_results else outs[0]
+
+
+def apply_spmd_jaxpr(jaxpr, args, avals, name):
+  """`jaxpr` (no constvars) evaluated on arguments among which some are laid out over
+  devices, as one SPMD program over them (what `apply_spmd` does for one primitive):
+  the eager `xla_call` of a jitted function under a transformation (jit.py)."""
+  return _run_on_arg_devices(args, avals, ("jaxpr", jaxpr), lambda: jaxpr, name)
+
+
+def _run_on_arg_devices(args, avals, key, build, name):
+  """Run the jaxpr `build()` makes as an SPMD program over the devices of the sharded
+  Arrays among `args` (cached on `key`, the avals and the shardings)."""
   shs = [_arg_spmd_sharding(x) for x in args]
   mesh = _pick_mesh([s for s in shs if s is not None])
   first = next(i for i, s in enumerate(shs) if s is not None)
@@ -1194,20 +1214,18 @@ def apply_spmd(prim, args, avals, params, params_key):
         (s is not None and tuple(s._device_assignment) != tuple(devices)):
       raise ValueError(
           "Received incompatible devices for jitted computation. Got "
-          f"{sharding_mod._describe(args[first], f'{first} of {prim.name}')} and "
-          f"{sharding_mod._describe(x, f'{i} of {prim.name}')}")
+          f"{sharding_mod._describe(args[first], f'{first} of {name}')} and "
+          f"{sharding_mod._describe(x, f'{i} of {name}')}")
     ins.append(rep if s is None else s)
-  key = (prim, params_key, tuple(avals), tuple(ins))
+  key = key + (tuple(avals), tuple(ins))
   prog = _prim_spmd.get(key)
   if prog is None:
-    out_avals = prim.out_avals(list(avals), params)
-    invars = [ir.Var(a) for a in avals]
-    outvars = [ir.Var(a) for a in out_avals]
-    jaxpr = ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, prim, params)])
-    prog = _prim_spmd[key] = compile_spmd(jaxpr, [], prim.name, devices, ins,
-                                          [None] * len(out_avals), mesh)
-  outs = prog.execute(args, avals)
-  return outs if prim.multiple_results else outs[0]
+    jaxpr = build()
+    if len(_prim_spmd) > 4096:
+      _prim_spmd.clear()
+    prog = _prim_spmd[key] = compile_spmd(jaxpr, [], name, devices, ins,
+                                          [None] * len(jaxpr.outvars), mesh)
+  return prog.execute(args, avals)
 
 
 # ---- with_sharding_constraint ----

@@ -71,6 +71,10 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
       dt = dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[type(object)])
     out = from_numpy(util._host_scalar(object, dt), weak_type=weak)
   elif isinstance(object, (np.ndarray, np.generic)):
+    if object.dtype == dtypes.float0 and dt in (None, dtypes.float0):
+      # float0 (tangents of integers) has no data and no XLA type: it stays a host
+      # array, as jnp.asarray/jnp.real of one do in JAX 0.10.2.
+      return np.zeros(np.shape(object), dtypes.float0)
     _check_numeric(object)
     dt = dt if dt is not None else dtypes.canonicalize_dtype(object.dtype)
     out = from_numpy(object if object.dtype == dt else np.asarray(object, dt))

@@ -67,6 +67,9 @@ def _quantile_front(fun_name, a, q, axis, out, overwrite_input, method, keepdims
     q, = util.promote_dtypes_inexact(q)
     q = ufuncs.true_divide(q, scale)
   nd = util.ndim(a)
+  if nd == 0 and axis is None and keepdims:
+    # JAX 0.10.2 reads a 0-d array as 1-d here: median(x, keepdims=True) has shape (1,).
+    a = shape_ops.reshape(a, (1,))
   axes = None if axis is None else util.canonicalize_axes(
       tuple(axis) if isinstance(axis, list) else axis, nd)
   return _quantile(a, q, axes, method, bool(keepdims), nan)

@@ -784,6 +784,9 @@ def angle(z, deg=False):
     re, im = lax.real(z), lax.imag(z)
   else:
     from tracejax._src.numpy import creation
+    if not dtypes.is_inexact(_dtype(z)):
+      # JAX 0.10.2: ints and bools go to the default float (float64 under x64)
+      z = util.convert(z, dtypes.canonicalize_dtype(np.float64), False)
     z, = util.promote_dtypes_inexact(z)
     # strong zeros: JAX's angle of a weak real value is not weak
     re, im = z, creation.zeros_like(z, dtype=_dtype(z))

@@ -852,6 +852,12 @@ def _search_spec(mesh, hlo, ndim):
       entries = [None if not g else g[0] if len(g) == 1 else tuple(g) for g in perms]
       cand = NamedSharding(mesh, PartitionSpec(*entries))
       if cand._to_xla_hlo_sharding(ndim) == hlo:
+        if AxisType.Explicit not in mesh.axis_types:
+          # Over Auto axes JAX writes XLA's choice without trailing Nones (P('x',)
+          # for a rank-2 result split on its first axis); Explicit types keep them.
+          while entries and entries[-1] is None:
+            entries.pop()
+          cand = NamedSharding(mesh, PartitionSpec(*entries))
         return cand
   return GSPMDSharding(mesh._flat_devices, hlo)
 

@@ -373,7 +373,8 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     e = jnp.where(where, e, jnp.zeros_like(e))
   s = jnp.sum(e, axis=axes, keepdims=True)
   sign = jnp.sign(s)
-  out = jnp.log(jnp.abs(s)) + amax
+  # Complex terms: the complex log keeps the phase of the sum (log|s| drops it).
+  out = (jnp.log(s) if jnp.iscomplexobj(s) else jnp.log(jnp.abs(s))) + amax
   if not keepdims:
     out = jnp.squeeze(out, axis=axes)
     sign = jnp.squeeze(sign, axis=axes)

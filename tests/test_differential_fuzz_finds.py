@@ -256,3 +256,37 @@ def test_pad_with_zero_widths_returns_a_device_array():
     p, t = jax.jvp(lambda d: jnp.pad(d, 0, mode=mode), (x,), (np.ones_like(x),))
     assert isinstance(p, jax.Array) and not p.weak_type, mode
     np.testing.assert_array_equal(p, x)
+
+
+def test_var_std_with_no_degrees_of_freedom_are_nan():
+  # JAX 0.10.2: var/std of an empty array with ddof=1 are NaN (we gave -0.0), and so is
+  # var([1, 2], ddof=2) (not inf); complex inputs too (a float32 NaN).
+  assert np.isnan(jnp.var(np.array([], np.float32), ddof=1))
+  assert np.isnan(jnp.std(np.array([], np.complex64), ddof=1))
+  assert jnp.var(np.array([], np.complex64), ddof=1).dtype == np.float32
+  assert np.isnan(jnp.var(np.array([1.0, 2.0], np.float32), ddof=2))
+  np.testing.assert_array_equal(jnp.var(np.ones((2, 3), np.float32), ddof=4, axis=0),
+                                [np.nan] * 3)
+  np.testing.assert_allclose(jnp.var(np.array([1.0, 2.0], np.float32), ddof=1), 0.5)
+  # with a mask: 2 selected elements, ddof=2 -> NaN; ddof=1 -> 0.5
+  m = np.array([True, True, False])
+  x = np.array([1.0, 2.0, 4.0], np.float32)
+  np.testing.assert_allclose(jnp.var(x, ddof=1, where=m), 0.5)
+  assert np.isnan(jnp.var(x, ddof=2, where=m))
+
+
+def test_cumulative_of_0d_with_an_axis():
+  # JAX 0.10.2: ValueError "axis 0 is out of bounds for array of dimension 0" (we raised
+  # IndexError); axis=None flattens to shape (1,).
+  for fn in (jnp.cumsum, jnp.cumprod):
+    with raises(ValueError, "axis 0 is out of bounds for array of dimension 0"):
+      fn(np.float32(1.0), axis=0)
+    assert fn(np.float32(2.0)).shape == (1,)
+
+
+def test_asarray_of_float0_stays_on_the_host():
+  # JAX 0.10.2: jnp.asarray / jnp.real of a float0 array give a host float0 array
+  # (ours sent it to XLA: "Unknown NumPy dtype").
+  z = np.zeros((2,), dtypes.float0)
+  for out in (jnp.asarray(z), jnp.real(z)):
+    assert out.dtype == dtypes.float0 and out.shape == (2,)

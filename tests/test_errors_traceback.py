@@ -235,6 +235,10 @@ ENTRY_SCRIPT = textwrap.dedent("""\
       jax.checkpoint(neg_if)(1.0)
 
 
+    def case_pmap():
+      jax.pmap(neg_if)(jnp.ones(1))
+
+
     out = {{}}
     for name in sys.argv[1:]:
       try:
@@ -245,7 +249,8 @@ ENTRY_SCRIPT = textwrap.dedent("""\
     print(json.dumps(out))
     """)
 JAX_ENTRY_LINES = {"cond": 13, "switch": 13, "scan": 23, "while_loop": 13, "fori_loop": 16,
-                   "map": 13, "vmap": 14, "grad": 23, "checkpoint": 17}
+                   "map": 13, "vmap": 14, "grad": 23, "checkpoint": 17,
+                   "pmap": 16}
 ENTRY_ERRORS = {"scan": "Incompatible shapes", "grad": "Incompatible shapes"}  # else tracer-in-if
 
 

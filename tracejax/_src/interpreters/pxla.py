@@ -42,7 +42,7 @@ import operator
 
 import numpy as np
 
-from tracejax._src import tree_util, util
+from tracejax._src import traceback_util, tree_util, util
 from tracejax._src.config import config
 from tracejax._src.core import ir
 from tracejax._src.core.avals import get_aval, raise_to_shaped
@@ -538,6 +538,7 @@ class PmapFunction:
 
   # -- calling --
 
+  @traceback_util.api_boundary
   def __call__(self, *args, **kwargs):
     return self._call_with_entry(args, kwargs)[0]
 
@@ -709,6 +710,7 @@ def _cpp_pmap(pf):
   the devices (a previous pmap's outputs) runs without entering Python; NumPy arguments
   are split by `PmapSharding._shard_arg`. Anything else reaches `pf` (cache_miss)."""
 
+  @traceback_util.api_boundary
   def cache_miss(*args, **kwargs):
     out, e = pf._call_with_entry(args, kwargs)
     fastpath = None

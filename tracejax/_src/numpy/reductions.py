@@ -183,7 +183,13 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
   real_comp = util.dtype_of(total)
   normalizer = (util.convert(n - ddof, real_comp, False) if type(n) is int
                 else util.convert(ufuncs.subtract(n, ddof), real_comp, False))
-  out = util.convert(ufuncs.true_divide(total, normalizer), dt, False)
+  quotient = ufuncs.true_divide(total, normalizer)
+  if type(n) is not int or n - ddof <= 0:
+    # JAX 0.10.2: NaN where N - ddof <= 0 (var of an empty array with ddof=1 is NaN,
+    # not 0 / -1 = -0; var([1, 2], ddof=2) is NaN, not inf).
+    quotient = ufuncs.where(ufuncs.greater(normalizer, 0), quotient,
+                            util.convert(np.nan, util.dtype_of(quotient), False))
+  out = util.convert(quotient, dt, False)
   return out if keepdims else util.reshape(out, _drop_dims(util.shape(out), dims))
 
 
@@ -329,6 +335,8 @@ def _cumulative(name, a, axis, dtype, op, identity, promote_bool):
   if axis is None:
     a = util.reshape(a, (int(np.prod(util.shape(a), dtype=np.int64)),))
     axis = 0
+  elif util.ndim(a) == 0:  # JAX 0.10.2: a 0-d array has no axis to scan along
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
   axis = util.canonicalize_axis(axis, util.ndim(a))
   dt = util.check_dtype(dtype, name)
   if dt is None:

@@ -913,3 +913,12 @@ def test_logaddexp_gradient_splits_evenly_at_ties():
   assert (float(g1), float(g2)) == (0., 1.)
   np.testing.assert_allclose(jnp.logaddexp2(1., 2.), np.logaddexp2(1., 2.), rtol=1e-6)
   assert float(jnp.logaddexp(-np.inf, -np.inf)) == -np.inf
+
+
+def test_binary_shape_mismatch_is_value_and_type_error():
+  # 2020 (seed 001) raised ValueError; JAX 0.10.2 raises TypeError: both handlers catch it.
+  for op in (jnp.add, jnp.arctan2, lambda a, b: a * b):
+    with pytest.raises(TypeError, match="Incompatible shapes for broadcasting"):
+      op(jnp.ones(2), jnp.ones(3))
+    with pytest.raises(ValueError, match=r"\(\(2,\), \(3,\)\)"):
+      op(jnp.ones(2), jnp.ones(3))

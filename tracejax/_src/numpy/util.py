@@ -242,6 +242,15 @@ def check_dtype(dtype, fun_name):
 _RANK_PROMOTION_DOC = "https://jax.readthedocs.io/en/latest/rank_promotion_warning.html"
 
 
+class IncompatibleShapesError(ValueError, TypeError):
+  """A shape mismatch between operands of a jnp function.
+
+  The 2020 API raised ValueError("Incompatible shapes for broadcasting: ...")
+  (seed 001); JAX 0.10.2 raises a TypeError ("add got incompatible shapes for
+  broadcasting"). Deriving from both lets handlers written for either era catch it.
+  """
+
+
 def broadcast_shapes(*shapes):
   """NumPy's broadcast of `shapes`, with the 2020 error text on a mismatch.
 
@@ -256,7 +265,7 @@ def broadcast_shapes(*shapes):
   for sizes in zip(*padded):
     non1 = {d for d in sizes if d != 1}
     if len(non1) > 1:
-      raise ValueError(f"Incompatible shapes for broadcasting: {tuple(padded)}")
+      raise IncompatibleShapesError(f"Incompatible shapes for broadcasting: {tuple(padded)}")
     out.append(non1.pop() if non1 else 1)
   return tuple(out)
 

@@ -77,6 +77,10 @@ TARGETS = {
     # Issue 9 (shardings and SPMD): a data-parallel MLP step on 4 devices within 5% of JAX.
     "dp_mlp.pmap": 1.05,
     "dp_mlp.jit_sharded": 1.05,
+    # Issue 12 (startup): `import tracejax.numpy` at most half of `import jax.numpy`,
+    # and the first eager op after it no slower than JAX's.
+    "import.numpy": 0.5,
+    "import.first_op": 1.0,
 }
 
 
@@ -188,6 +192,11 @@ IMPORTS = [
      {"tracejax": "tracejax", "jax": "jax", "numpy": "numpy"}),
     ("import.numpy", "import tracejax.numpy | jax.numpy",
      {"tracejax": "tracejax.numpy", "jax": "jax.numpy", "numpy": None}),
+    # `import tracejax` is lazy: this row also looks up the API a program uses first.
+    ("import.api", "import X; X.jit, X.numpy, X.grad",
+     {"tracejax": "tracejax", "jax": "jax", "numpy": None},
+     "import time; t = time.perf_counter(); import {mod}; {mod}.jit; {mod}.numpy.add; "
+     "{mod}.grad; print({prefix!r} + repr(time.perf_counter() - t))"),
     # The first eager op right after `import X.numpy as jnp` (jnp.add of two f32[3] host
     # arrays, until ready), on-disk caches off: laziness must not move cost here.
     ("import.first_op", "first jnp.add after import (cold)",

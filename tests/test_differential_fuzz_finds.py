@@ -290,3 +290,44 @@ def test_asarray_of_float0_stays_on_the_host():
   z = np.zeros((2,), dtypes.float0)
   for out in (jnp.asarray(z), jnp.real(z)):
     assert out.dtype == dtypes.float0 and out.shape == (2,)
+
+
+def test_identity_like_functions_return_new_arrays_under_transformations():
+  # JAX 0.10.2: these are jitted there, so under vmap/jvp/vjp a NumPy input comes back
+  # as an Array (weak_type False), e.g. vmap(jnp.real)(np.ones(3)) is an ArrayImpl; we
+  # returned the NumPy input itself. (vmap(lambda v: v) returns the NumPy value in both.)
+  x = np.ones(3, np.float32)
+  for f in (jnp.real, jnp.conj, jnp.positive, jnp.flip, jnp.squeeze):
+    out = jax.vmap(f)(x)
+    assert isinstance(out, jax.Array) and not out.weak_type, f.__name__
+    p, _ = jax.jvp(f, (x,), (x,))
+    assert isinstance(p, jax.Array), f.__name__
+  assert isinstance(jax.vjp(jnp.real, np.ones(2, np.int32))[0], jax.Array)
+  # nothing is added to a jaxpr, and gradients are unchanged
+  assert "copy" not in str(jax.make_jaxpr(jax.grad(lambda v: jnp.sum(jnp.real(v))))(x))
+  np.testing.assert_array_equal(jax.grad(lambda v: jnp.sum(jnp.real(v)))(x), [1, 1, 1])
+
+
+def test_jacrev_is_weak_exactly_when_its_input_is():
+  # JAX 0.10.2: jacrev(f)(-1.5) is weak for f = identity, x*2, sin, x*np.float32(2) and
+  # x*jnp.ones(2); jacrev of a weak f32[2] input is weak; a strong input gives a strong
+  # result. (We returned strong results throughout.)
+  for f in (lambda x: x, lambda x: x * 2, jnp.sin, lambda x: x * np.float32(2),
+            lambda x: x * jnp.ones(2)):
+    assert jax.jacrev(f)(-1.5).weak_type
+  assert jax.jacrev(lambda x: x)(_weak((2,))).weak_type
+  assert not jax.jacrev(lambda x: x)(np.float32(1.5)).weak_type
+  np.testing.assert_allclose(jax.jacrev(jnp.sin)(-1.5), np.cos(-1.5), rtol=1e-6)
+
+
+def test_log_softmax_of_ints_under_vjp():
+  # JAX 0.10.2: vjp of log_softmax(unique(argmin(x), size=1)) at x = True gives float32
+  # [0.]; we raised OverflowError (-inf as an int `initial` of max).
+  def f(x):
+    return jax.nn.log_softmax(jnp.unique(jnp.argmin(x, axis=None), size=1, fill_value=0),
+                              axis=0)
+  out, _ = jax.vjp(f, np.array(True))
+  assert out.dtype == np.float32
+  np.testing.assert_array_equal(out, [0.0])
+  np.testing.assert_allclose(jax.nn.log_softmax(jnp.array([0, 2], np.int32)),
+                             [-2.12693, -0.12693], rtol=1e-4)

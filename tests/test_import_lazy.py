@@ -28,6 +28,7 @@ DEFERRED = [
     "tracejax._src.shard_map",
     "tracejax._src.custom_derivatives",
     "tracejax._src.lax.gather",
+    "tracejax._src.lax.slicing",
     "tracejax._src.lax.dot",
     "tracejax._src.lax.reductions",
     "tracejax._src.lax.sorting",

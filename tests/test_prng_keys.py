@@ -128,6 +128,11 @@ def test_jit_takes_and_returns_keys():
   assert seen == ["key<fry>[3]"]
   k = random.key(3)
   np.testing.assert_array_equal(_data(jax.jit(lambda: k)()), _data(k))  # a constant
+  # donated key arguments, and keys out of an eagerly run checkpoint
+  donated = jax.jit(lambda k: random.split(k), donate_argnums=0)(random.key(3))
+  np.testing.assert_array_equal(_data(donated), _data(random.split(k)))
+  np.testing.assert_array_equal(_data(jax.checkpoint(lambda k: random.split(k))(k)),
+                                _data(random.split(k)))
   out = jax.eval_shape(lambda k: random.split(k, 4), k)
   assert out.shape == (4,) and str(out.dtype) == "key<fry>"
   jaxpr = str(jax.make_jaxpr(lambda k: random.normal(k))(k))

@@ -179,8 +179,16 @@ check(jnp.clip(c, 3., 20.), 'float32[8@x,4@y]', P('x', 'y'), np.clip(xn, 3, 20))
 check(jax.jvp(jnp.sin, (c,), (c,))[1], 'float32[8@x,4@y]', P('x', 'y'), np.cos(xn) * xn)
 
 # ---- gradients: a cotangent has its primal's type ----
-g = jax.grad(lambda u: jnp.sum(jnp.sin(u)))(c)
+# eagerly, outside a mesh context, JAX 0.10.2 cannot place the output cotangent it makes
+raises(ValueError, "Length of device assignment 1 is not equal to the size of the mesh 8 of aval "
+       "f32[]({Explicit: ('x', 'y')}). Please enter your `jit` into a mesh context via "
+       "`jax.set_mesh`.", lambda: jax.grad(lambda u: jnp.sum(jnp.sin(u)))(c))
+with jax.set_mesh(mesh):
+  g = jax.grad(lambda u: jnp.sum(jnp.sin(u)))(c)
 check(g, 'float32[8@x,4@y]', P('x', 'y'), np.cos(xn))
+check(jax.jit(jax.grad(lambda u: jnp.sum(jnp.sin(u))))(c), 'float32[8@x,4@y]', P('x', 'y'),
+      np.cos(xn))
+check(jax.vjp(jnp.sin, c)[1](c)[0], 'float32[8@x,4@y]', P('x', 'y'), np.cos(xn) * xn)
 check_grads(lambda u: jnp.sum(jnp.tanh(u / 32) * u, axis=1), (c,), order=2, modes=["fwd", "rev"])
 # a data-parallel step: batch split over 'x', weights replicated; the weights' gradient
 # contracts over the split batch axis (a sum across 'x'), typed as the weights.
@@ -436,3 +444,166 @@ def test_explicit_sharding_8_devices():
 
 def test_shard_map_replication_checks_4_devices():
   run_devices(SHARD_MAP_CHECKS_4, 4)
+
+
+# More primitives' sharding rules, against JAX 0.10.2's types and messages for the same
+# programs (recorded here; values against NumPy).
+GATHER_MSG = ("Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+              "indexing as out sharding could not be resolved unambiguously (or would require "
+              "collectives on inputs). Got operand=ShapedArray(float32[8@x,4]), indices=")
+SCATTER_MSG = ("Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
+               "the scatter update as out sharding could not be resolved unambiguously (or would "
+               "require collectives on inputs). Got operand=ShapedArray(float32[8@x,4]), "
+               "indices=ShapedArray(int32[1]), updates=ShapedArray(float32[4])")
+RULES_8 = """
+mesh = jax.make_mesh((2, 4), ('x', 'y'))
+xn = np.arange(32, dtype=np.float32).reshape(8, 4)
+put = lambda s, v=xn: jax.device_put(v, NamedSharding(mesh, s))
+a, b, c = put(P('x', None)), put(P(None, 'y')), put(P('x', 'y'))
+J = jax.jit
+rs = lambda v, s: jax.sharding.reshard(v, NamedSharding(mesh, s))
+def check(v, typ, want):
+  assert T(v) == typ, (T(v), typ)
+  close(v, want)
+idx = jnp.array([0, 2])
+
+# ---- indexing: a concrete sharded array is read by a gather (JAX's route) ----
+raises(ShardingTypeError, GATHER_MSG + "ShapedArray(int32[1])", lambda: a[0])
+raises(ShardingTypeError, GATHER_MSG + "ShapedArray(int32[1])", lambda: a[1:3])
+raises(ShardingTypeError, GATHER_MSG + "ShapedArray(int32[2,1])", lambda: a[idx])
+raises(ShardingTypeError, "could not be resolved unambiguously", lambda: c[:, 0])
+check(b[0], 'float32[4@y]', xn[0])
+check(a[:, 1], 'float32[8@x]', xn[:, 1])
+check(a[:, 1:3], 'float32[8@x,2]', xn[:, 1:3])
+check(b[2:6], 'float32[4,4@y]', xn[2:6])
+check(b[idx], 'float32[2,4@y]', xn[[0, 2]])
+check(a[:, idx], 'float32[8@x,2]', xn[:, [0, 2]])
+# under jit a static index is a slice: one that leaves a split axis indivisible is an error
+raises(ShardingTypeError, "slicing on sharded dims where out dim (1) is not divisible by mesh "
+       "axes (2) with spec (x) is not implemented. Got input type=f32[8@x,4] and output "
+       "shape=(1, 4)", lambda: J(lambda u: u[0])(a))
+raises(ShardingTypeError, "slicing on sharded dims where out dim (1) is not divisible by mesh "
+       "axes (4) with spec (y) is not implemented. Got input type=f32[8@x,4@y] and output "
+       "shape=(8, 1)", lambda: J(lambda u: u[:, 0])(c))
+raises(ShardingTypeError, "dynamic_slice on sharded dims where out dim (1) is not divisible",
+       lambda: J(lambda u, i: u[i])(a, 1))
+check(J(lambda u: u[2:4])(a), 'float32[2@x,4]', xn[2:4])
+check(J(lambda u, i: u[i])(b, 1), 'float32[4@y]', xn[1])
+check(lax.dynamic_slice(b, (2, 0), (2, 4)), 'float32[2,4@y]', xn[2:4])
+check(lax.slice(a, (2, 0), (8, 4)), 'float32[6@x,4]', xn[2:])
+raises(ShardingTypeError, "padding on sharded dims where out dim (9) is not divisible by mesh "
+       "axes (2) with spec (x) is not implemented. Got input type=f32[8@x,4] and output "
+       "shape=(9, 4)", lambda: lax.pad(a, 0., ((1, 0, 0), (0, 0, 0))))
+check(lax.pad(a, 0., ((1, 1, 0), (0, 0, 0))), 'float32[10@x,4]', np.pad(xn, ((1, 1), (0, 0))))
+
+# ---- scatter (.at[]) under jit: updates are laid out as x[idx] ----
+raises(ShardingTypeError, SCATTER_MSG, lambda: J(lambda u: u.at[0].set(1.))(a))
+check(J(lambda u: u.at[0].set(1.))(b), 'float32[8,4@y]', np.concatenate([np.ones((1, 4)), xn[1:]]))
+check(J(lambda u: u.at[:, 1].set(1.))(a), 'float32[8@x,4]',
+      np.where(np.arange(4) == 1, 1., xn))
+raises(ShardingTypeError, "Got operand=ShapedArray(float32[8,4@y]), indices=ShapedArray(int32[1]), "
+       "updates=ShapedArray(float32[8])", lambda: J(lambda u: u.at[:, 1].set(1.))(b))
+raises(ShardingTypeError, "indices=ShapedArray(int32[2,1]), updates=ShapedArray(float32[2,4])",
+       lambda: J(lambda u: u.at[idx].add(1.))(a))
+want = xn.copy(); want[[0, 2]] += 1
+check(J(lambda u: u.at[idx].add(1.))(b), 'float32[8,4@y]', want)
+check(J(lambda u: u.at[idx].add(jnp.ones((2, 4))))(b), 'float32[8,4@y]', want)
+want = xn.copy(); want[:, [0, 2]] += 1
+check(J(lambda u: u.at[:, idx].add(1.))(a), 'float32[8@x,4]', want)
+raises(ValueError, "Incompatible types for broadcasting: input type=float32[2@x,4] and requested "
+       "type=float32[2,4@y]", lambda: b.at[idx].add(put(P('x', None), np.ones((2, 4), np.float32))))
+want = xn.copy(); want[[0, 2]] += 1
+check(b.at[idx].add(put(P(None, 'y'), np.ones((2, 4), np.float32))), 'float32[8,4@y]', want)
+
+# ---- dynamic_update_slice: the update must have the operand's sharding ----
+raises(ShardingTypeError, "dynamic_update_slice operand sharding must be equal to update sharding, "
+       "got operand sharding float32[8@x,4]({Explicit: ('x', 'y')}) and update sharding "
+       "float32[2,4]({}).", lambda: lax.dynamic_update_slice(a, jnp.ones((2, 4)), (2, 0)))
+raises(ShardingTypeError, "got operand sharding float32[8,4@y]({Explicit: ('x', 'y')}) and update "
+       "sharding float32[2,4@x]({Explicit: ('x', 'y')}).", lambda: lax.dynamic_update_slice(
+           b, put(P(None, 'x'), np.ones((2, 4), np.float32)), (2, 0)))
+want = xn.copy(); want[2:4] = 1
+check(lax.dynamic_update_slice(b, put(P(None, 'y'), np.ones((2, 4), np.float32)), (2, 0)),
+      'float32[8,4@y]', want)
+
+# ---- creation from a typed array keeps its sharding ----
+check(jnp.zeros_like(c), 'float32[8@x,4@y]', np.zeros((8, 4)))
+check(jnp.ones_like(a), 'float32[8@x,4]', np.ones((8, 4)))
+check(jnp.full_like(b, 3.), 'float32[8,4@y]', np.full((8, 4), 3.))
+check(jnp.zeros_like(c, dtype=jnp.int32), 'int32[8@x,4@y]', np.zeros((8, 4)))
+check(jnp.zeros_like(c, shape=(3,)), 'float32[3]', np.zeros(3))
+assert c.sharding == jnp.zeros_like(c).sharding
+with jax.set_mesh(mesh):
+  check(J(jnp.zeros_like)(c), 'float32[8@x,4@y]', np.zeros((8, 4)))
+
+# ---- cumulative, sort, top_k, bitcast ----
+raises(ShardingTypeError, "Input should be unsharded over the axis being reduced. Got input "
+       "type=float32[8@x,4@y] and axis=0", lambda: jnp.cumsum(c, 0))
+raises(ShardingTypeError, "Got input type=float32[8@x,4] and axis=0", lambda: jnp.cumprod(a, 0))
+check(jnp.cumsum(a, 1), 'float32[8@x,4]', np.cumsum(xn, 1))
+check(jnp.argsort(-a, 1), 'int32[8@x,4]', np.argsort(-xn, 1))
+v, i = lax.top_k(a, 2)
+check(v, 'float32[8@x,2]', -np.sort(-xn, 1)[:, :2]); check(i, 'int32[8@x,2]', np.argsort(-xn, 1)[:, :2])
+raises(ShardingTypeError, "The input should be unsharded over the axis along which to compute the "
+       "top_k values. Got input type=float32[8,4@y] and axis=1", lambda: lax.top_k(b, 2))
+check(lax.bitcast_convert_type(c, jnp.int32), 'int32[8@x,4@y]', xn.view(np.int32))
+check(lax.bitcast_convert_type(c, jnp.int16), 'int16[8@x,4@y,2]', xn.view(np.int16).reshape(8, 4, 2))
+
+# ---- convolution (batch-split input, replicated kernel) and windows ----
+x4 = np.arange(8 * 3 * 16, dtype=np.float32).reshape(8, 3, 4, 4) / 100
+w4 = np.linspace(-1, 1, 5 * 3 * 9, dtype=np.float32).reshape(5, 3, 3, 3)
+ref = lax.conv_general_dilated(x4, w4, (1, 1), 'SAME')
+check(lax.conv_general_dilated(put(P('x'), x4), w4, (1, 1), 'SAME'), 'float32[8@x,5,4,4]', ref)
+check(lax.conv_general_dilated(put(P(('x', 'y')), x4), w4, (1, 1), 'SAME'),
+      'float32[8@(x,y),5,4,4]', ref)
+check(J(lambda u: lax.conv_general_dilated(u, w4, (2, 2), 'SAME'))(put(P('x'), x4)),
+      'float32[8@x,5,2,2]', lax.conv_general_dilated(x4, w4, (2, 2), 'SAME'))
+for lhs, rhs in ((put(P(None, 'x'), x4[:, :2]), w4[:, :2]),
+                 (put(P('x'), x4), put(P('x'), w4[:4]))):
+  raises(ShardingTypeError, "Please specify the output sharding via `out_sharding` parameter of "
+         "`conv_general_dilated`", lambda: lax.conv_general_dilated(lhs, rhs, (1, 1), 'SAME'))
+check(lax.reduce_window(a, 0., lax.add, (1, 2), (1, 2), 'VALID'), 'float32[8@x,2]',
+      xn.reshape(8, 2, 2).sum(2))
+check(lax.reduce_window(b, -jnp.inf, lax.max, (2, 1), (2, 1), 'VALID'), 'float32[4,4@y]',
+      xn.reshape(4, 2, 4).max(1))
+
+# ---- control flow: results typed by the bodies; carries and branches must agree ----
+check(lax.while_loop(lambda v: v.sum() < 1000, lambda v: v * 2, c), 'float32[8@x,4@y]', 4 * xn)
+raises(TypeError, "while_loop body function carry input and carry output must have equal types, "
+       "but they differ:\\n\\nThe input carry v has type float32[8@x,4@y] but the corresponding "
+       "output carry component has type float32[8@x,4].\\n\\nRevise the function so that all "
+       "output types match the corresponding input types.",
+       lambda: lax.while_loop(lambda v: v.sum() < 1000, lambda v: rs(v * 2, P('x')), c))
+raises(TypeError, "scan body function carry input and carry output must have equal types, but "
+       "they differ:\\n\\nThe input carry s has type float32[8@x,4] but the corresponding output "
+       "carry component has type float32[8,4].",
+       lambda: lax.scan(lambda s, _: (rs(s * 2, P()), None), a, None, length=3))
+raises(TypeError, "The input carry component loop_carry[1] has type float32[8@x,4] but the "
+       "corresponding output carry component has type float32[8@y,4].",
+       lambda: lax.fori_loop(0, 3, lambda i, v: rs(v * 2, P('y')), a))
+raises(TypeError, "cond branches must have equal output types but they differ.\\n\\ntrue_fun is "
+       "<lambda> at", lambda: J(lambda p, u: lax.cond(p, lambda v: v * 2,
+                                                     lambda v: rs(v, P('x')), u))(True, c))
+raises(TypeError, "The output of true_fun has type float32[8@x,4@y] but the corresponding output "
+       "of false_fun has type float32[8,4].\\n\\nRevise true_fun and/or false_fun so that all "
+       "output types match.", lambda: lax.cond(True, lambda v: v * 2, lambda v: rs(v, P()), c))
+raises(TypeError, "switch branches must have equal output types but they differ.", lambda: J(
+    lambda i, u: lax.switch(i, [lambda v: v * 2, lambda v: rs(v, P('y'))], u))(0, c))
+# a branch value of no mesh (jnp.zeros) agrees with any: the result takes the typed one's
+for args in ((lambda v: v * 2, lambda v: jnp.zeros((8, 4))),
+             (lambda v: jnp.zeros((8, 4)), lambda v: v * 2)):
+  check(J(lambda p, u: lax.cond(p, *args, u))(False, c), 'float32[8@x,4@y]',
+        np.zeros((8, 4)) if args[1](xn).sum() == 0 else 2 * xn)
+s, ys = lax.scan(lambda s, x: (s + x, s * x), put(P('y'), np.ones(4, np.float32)), b)
+check(s, 'float32[4@y]', 1 + xn.sum(0))
+check(ys, 'float32[8,4@y]', np.stack([(1 + xn[:k].sum(0)) * xn[k] for k in range(8)]))
+s, ys = lax.scan(lambda s, _: (s * 2, s.sum(0)), c, None, length=3)
+check(s, 'float32[8@x,4@y]', 8 * xn)
+check(ys, 'float32[3,4@y]', np.stack([2 ** k * xn.sum(0) for k in range(3)]))
+raises(ValueError, "0th dimension of all xs should be replicated. Got P('x', 'y')",
+       lambda: lax.scan(lambda s, x: (s + x.sum(), x * 2), 0., c))
+"""
+
+
+def test_explicit_sharding_rules_8_devices():
+  run_devices(RULES_8, 8, extra=f"GATHER_MSG = {GATHER_MSG!r}\nSCATTER_MSG = {SCATTER_MSG!r}\n")

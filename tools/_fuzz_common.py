@@ -151,7 +151,9 @@ def run_program(ns, src, inputs, timeout=60):
       weak = getattr(leaf, "weak_type", None)
       if isinstance(leaf, (bool, int, float, complex)):
         weak = "py:" + type(leaf).__name__
-      a = np.asarray(leaf)
+      dt = getattr(leaf, "dtype", None)  # JAX's TypedInt/TypedFloat carry their dtype
+      a = np.asarray(leaf, dtype=dt) if isinstance(dt, np.dtype) and dt.kind in "biufc" \
+          else np.asarray(leaf)
       if a.dtype.name.startswith("void") or "float0" in str(a.dtype):
         enc.append({"dtype": "float0", "shape": list(a.shape), "weak": None})
         continue

@@ -13,7 +13,10 @@ to tracejax). optax's test files ship in its wheel; they run through
 
     VENV/bin/python -m tracejax run -m pytest -n 2 FILES...
 
-(`python -m pytest` with `--jax`), and the script prints passed / failed / errors /
+(`python -m pytest` with `--jax`) with `JAX_THREEFRY_PARTITIONABLE=1`, JAX 0.10.2's
+default random stream (tracejax's default is the 2020 stream; `--threefry-2020` keeps
+it: the tests then draw other random data, and three numerically borderline ones in
+experimental/_aggregating_test.py fail), and the script prints passed / failed / errors /
 skipped per file and in total, the run time, and with `--causes N` the N most
 common failure messages. The venv is reused by later runs (`--recreate` rebuilds
 it); pytest's log and JUnit XML stay in the venv directory.
@@ -115,8 +118,14 @@ def test_files(python, patterns):
   return site, files
 
 
-def run_pytest(python, site, files, real_jax, workers, per_test_timeout, workdir, extra=()):
-  """Runs the files under pytest (through `python -m tracejax run` unless real_jax)."""
+def run_pytest(python, site, files, real_jax, workers, per_test_timeout, workdir, extra=(),
+               partitionable=True):
+  """Runs the files under pytest (through `python -m tracejax run` unless real_jax).
+
+  `partitionable`: run with `JAX_THREEFRY_PARTITIONABLE=1`, the random stream that is
+  JAX 0.10.2's default (tracejax's own default is the 2020 stream, which the seed
+  documents print): optax's tests then draw the same random data under both backends.
+  """
   xml = os.path.join(workdir, "junit.xml")
   log = os.path.join(workdir, "pytest.log")
   runner = [python, "-m"] if real_jax else [python, "-m", "tracejax", "run", "-m"]
@@ -127,8 +136,12 @@ def run_pytest(python, site, files, real_jax, workers, per_test_timeout, workdir
   cmd += list(extra)
   print("+", " ".join(cmd), f"<{len(files)} files>", flush=True)
   start = time.time()
+  env = dict(os.environ)
+  if partitionable:
+    env["JAX_THREEFRY_PARTITIONABLE"] = "1"
   with open(log, "w") as f:
-    proc = subprocess.run(cmd + files, stdout=f, stderr=subprocess.STDOUT, cwd=workdir)
+    proc = subprocess.run(cmd + files, stdout=f, stderr=subprocess.STDOUT, cwd=workdir,
+                          env=env)
   return proc.returncode, time.time() - start, xml, log
 
 
@@ -232,6 +245,11 @@ def main(argv=None):
   parser.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
                       help="pass ARG on to pytest (repeatable), e.g. --pytest-arg=-x")
   parser.add_argument("--recreate", action="store_true", help="rebuild the venv first")
+  parser.add_argument("--threefry-2020", action="store_true",
+                      help="keep tracejax's default random stream (the 2020 one) instead of "
+                           "JAX 0.10.2's partitionable one (JAX_THREEFRY_PARTITIONABLE=1)")
+  parser.add_argument("--workdir", help="where pytest's log and JUnit XML go "
+                      "(default VENV/run)")
   args = parser.parse_args(argv)
 
   label = "jax 0.10.2" if args.jax else "tracejax"
@@ -240,10 +258,10 @@ def main(argv=None):
   site, files = test_files(python, args.files)
   if not files:
     raise SystemExit(f"no optax test file matches {args.files}")
-  workdir = os.path.join(venv, "run")
+  workdir = args.workdir or os.path.join(venv, "run")
   os.makedirs(workdir, exist_ok=True)
   rc, wall, xml, log = run_pytest(python, site, files, args.jax, args.workers, args.timeout,
-                                  workdir, args.pytest_arg)
+                                  workdir, args.pytest_arg, not args.threefry_2020)
   counts, messages = parse_junit(xml, site, files)
   total = report(counts, messages, wall, label, args.causes)
   summary = _pytest_summary(log)

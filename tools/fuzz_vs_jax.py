@@ -198,11 +198,11 @@ def _msg_key(r):
 
 
 def _weak_key(leaf):
-  """A leaf's weak type; JAX's TypedInt/TypedFloat (Python scalars with a dtype) read as
-  the Python int/float they subclass."""
+  """A leaf's weak type. A Python scalar result (JAX's TypedInt/TypedFloat too, which
+  carry a dtype) is weakly typed unless it is a bool, like a weak Array."""
   w = leaf.get("weak")
-  if isinstance(w, str) and w.startswith("py:Typed"):
-    return "py:" + w[len("py:Typed"):].lower()
+  if isinstance(w, str) and w.startswith("py:"):
+    return not w.lower().endswith("bool")
   return w
 
 
@@ -254,8 +254,9 @@ DELIBERATE = [
         or _jexc(j, "TypeError", "the first argument to pow must have"))),
     ("jax-float0-crash", lambda src, j, t: _jexc(j, "TypeError",
                                                  "a bytes-like object is required")),
-    ("rfft-half-precision", lambda src, j, t: t["ok"] and _jexc(
-        j, "ValueError", "RFFT input must be float32 or float64")),
+    ("rfft-half-precision", lambda src, j, t: _jexc(
+        j, "ValueError", "RFFT input must be float32 or float64") and (
+        t["ok"] or "complex" in t["msg"])),
     ("rfft-complex-error-type", lambda src, j, t: _jexc(
         j, "ValueError", "only real valued inputs supported") and _texc(
         t, "TypeError", "needs a real input array")),
@@ -265,6 +266,9 @@ DELIBERATE = [
     ("jnp-fix-2020-api", lambda src, j, t: _jexc(j, "AttributeError", "jax.numpy.fix")),
     ("nextafter-jvp", lambda src, j, t: _jexc(
         j, "NotImplementedError", "Differentiation rule for 'nextafter'")),
+    ("jax-vjp-int-inputs-untraced", lambda src, j, t: "vjp" in src and (
+        _jexc(j, "AttributeError", "'TypedNdArray' object has no attribute") or
+        _jexc(j, "IndexError", "is out of bounds for axis"))),
     ("jax-error-type-varies", lambda src, j, t: (
         _jexc(j, "TypeError", "rev dimensions must all be less than") and
         _texc(t, "ValueError", "out-of-bounds axis")) or (

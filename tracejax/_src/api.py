@@ -667,6 +667,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 
 
 def _ones_like(x):
+  from tracejax._src.core import trace as trace_mod
+  if trace_mod.sharding_rule is not None:   # sharding in types: JAX's eager-grad error
+    from tracejax._src import sharding_explicit
+    sharding_explicit.check_seed_placement(x)
   aval = _abstractify(x)
   return np.ones(aval.shape, aval.dtype)
 
@@ -756,8 +760,12 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                       has_aux=True)
       jac = vmap(lambda *b: push(list(b))[0])(*basis)
     else:
-      y = f_part(*dyn)
-      jac = vmap(lambda *b: push(list(b)))(*basis)
+      # The primal output comes from the same vmapped jvp (unbatched: out_axes None), so
+      # fun runs once, on tracers, never on the raw (possibly NumPy) inputs.
+      def push_both(*b):
+        out = jvp(f_part, dyn, tree_util.tree_unflatten(tree, list(b)))
+        return out[0], out[1]
+      y, jac = vmap(push_both, out_axes=(None, 0))(*basis)
     if holomorphic:
       for yl in tree_util.tree_leaves(y):
         dt = _abstractify(yl).dtype
@@ -871,10 +879,17 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         return tree_util.tree_unflatten(y_tree, [from_numpy(
             np.zeros(tuple(shp) + tuple(x_shape), _abstractify(x).dtype)) for shp in y_shapes])
       parts, start = [], 0
+      x_aval = _abstractify(x)
       for shp, n in zip(y_shapes, sizes):
         from tracejax._src.lax import slicing
         piece = slicing.slice_in_dim(ct, start, start + n, axis=0)
-        parts.append(structural.reshape(piece, tuple(shp) + tuple(x_shape)))
+        piece = structural.reshape(piece, tuple(shp) + tuple(x_shape))
+        if x_aval.weak_type and not _abstractify(piece).weak_type and \
+            _abstractify(piece).dtype == x_aval.dtype:
+          # JAX 0.10.2: jacrev's result is weakly typed exactly when its input is.
+          from tracejax._src.lax import elementwise as lax_ew
+          piece = lax_ew._convert_element_type(piece, x_aval.dtype, weak_type=True)
+        parts.append(piece)
         start += n
       return tree_util.tree_unflatten(y_tree, parts)
 

@@ -353,6 +353,8 @@ def issubdtype(a, b):
     return isinstance(a, type) and issubclass(a, b)
   if isinstance(a, type) and issubclass(a, np.generic):
     a_type = a
+  elif a is None:  # NumPy's (and JAX's) reading of None: the default dtype, float64
+    a_type = np.float64
   else:
     try:
       a_type = _as_dtype(a).type

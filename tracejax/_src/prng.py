@@ -254,7 +254,7 @@ def is_key(x):
   """
   if type(x) is PRNGKeyArray:
     return True
-  return isinstance(x, Tracer) and type(x.aval.dtype) is KeyTy
+  return isinstance(x, Tracer) and type(getattr(x.aval, "dtype", None)) is KeyTy
 
 
 # =============================================================================
@@ -622,7 +622,7 @@ PRNGKeyArray.T = property(_key_T)
 def _key_aware(name, key_fn, tracer_fn):
   """A tracer method: `key_fn` for tracers of a key dtype, else the usual one."""
   def method(self, *args, **kwargs):
-    if type(self.aval.dtype) is KeyTy:
+    if type(getattr(self.aval, "dtype", None)) is KeyTy:
       return key_fn(self, *args, **kwargs)
     return tracer_fn(self, *args, **kwargs)
   method.__name__ = method.__qualname__ = name

@@ -28,9 +28,17 @@ split), `broadcast_in_dim`, `reshape` (splitting and merging of axes where JAX a
 it), `squeeze`, `transpose`, `rev`, `concatenate`, `slice`/`pad`/`dynamic_slice` (the
 spec is kept), `dot_general` (batch axes merge, contracting axes split on both sides
 are an error unless `out_sharding=` is given), `sharding_constraint` (`reshard`) and
-`shard_map` (typed by their sharding / out_specs). Other primitives give untyped
-results (their layout is XLA's choice), where JAX has a rule for each; an axis a slice
-or pad leaves indivisible is left unsplit (JAX shards it unevenly).
+`shard_map` (typed by their sharding / out_specs); `slice`/`pad`/`dynamic_slice`/
+`reduce_window*` (an axis whose size changes must stay divisible), `gather` and the
+scatters (JAX's rules: what is indexed into must be whole or unsplit), `dynamic_update_slice`
+(the update has the operand's sharding), `top_k`, `bitcast_convert_type`,
+`conv_general_dilated` (unsplit kernel and feature axis), `split`/`stack`/`unstack`/
+`tile`, and control flow: `cond` (typed by its branches, `check_branches`), `scan`
+(carries as the body's, stacked outputs with an unsplit leading axis; `scan_x_avals`,
+`check_carry`) and `while` (its carry's types). NumPy indexing of a concrete typed
+array goes through a gather (as JAX's does), `x.at[...]` lays its updates out as
+`x[...]`, and `zeros_like`/`ones_like`/`full_like` keep a typed array's sharding. Other
+primitives give untyped results (their layout is XLA's choice).
 """
 import contextlib
 import threading
@@ -290,6 +298,12 @@ def _cumulative(prim, avals, specs, params):
   return [s]
 
 
+def check_cumulative_axis(aval, axis):
+  """The cumulative reductions' rule (for `jnp.cumsum` & co., built of slices): the
+  scan axis of a typed operand must be unsplit."""
+  _cumulative(None, [aval], [aval.spec], {"axis": axis})
+
+
 def _sort(prim, avals, specs, params):
   dim = params["dimension"]
   for a, s in zip(avals, specs):
@@ -433,6 +447,375 @@ def _dot_general(prim, avals, specs, params):
   return [batch + lfree + rfree]
 
 
+# ---- rules of the indexing, windowed and convolution families ----
+
+def _entry_fmt(e):
+  return e if isinstance(e, str) else repr(tuple(e))
+
+
+def _varying_out_shape(name, a, spec, out_shape):
+  """The operand's spec, kept by an operation that changes axis sizes (slicing, padding,
+  windows): an axis whose size changes must stay divisible by its mesh axes (JAX shards
+  nothing unevenly at the top level either)."""
+  for n_in, n_out, e in zip(a.shape, out_shape, spec):
+    if n_in != n_out and e is not None and n_out % _size_of(a.mesh, e):
+      raise ShardingTypeError(
+          f"{name} on sharded dims where out dim ({n_out}) is not divisible by mesh axes "
+          f"({_size_of(a.mesh, e)}) with spec ({_entry_fmt(e)}) is not implemented. Got "
+          f"input type={a.str_short(True)} and output shape={tuple(int(d) for d in out_shape)}")
+  return spec
+
+
+def _keep_shape_checked(name):
+  def rule(prim, avals, specs, params, outs):
+    s = specs[0] or (None,) * len(avals[0].shape)
+    if type(avals[0]) is not ShardedShapedArray:
+      return [s] * len(outs)
+    return [_varying_out_shape(name, avals[0], s, o.shape) for o in outs]
+  rule.with_outs = True
+  return rule
+
+
+def _full(a, s):
+  return s if s is not None else (None,) * len(a.shape)
+
+
+def _gather(prim, avals, specs, params, outs):
+  """JAX's gather rule: a dimension the index vector slices into must be taken whole or
+  be unsplit; batched dimensions must agree; the indices are split along their batch
+  dimensions only. The result's offset dimensions take the operand's spec, the others
+  the indices'."""
+  op, idx = avals[0], avals[1]
+  dn, sizes = params["dimension_numbers"], params["slice_sizes"]
+  os, ispec = _full(op, specs[0]), list(_full(idx, specs[1]))
+  nout = len(outs[0].shape)
+  if all(e is None for e in os) and all(e is None for e in ispec):
+    return [(None,) * nout]
+  ok = all(sizes[i] == op.shape[i] or os[i] is None for i in dn.start_index_map)
+  ok = ok and all(ispec[i] == os[o] or os[o] is None or ispec[i] is None
+                  for o, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+  ok = ok and all(e is None for i, e in enumerate(ispec)
+                  if i not in dn.start_indices_batching_dims)
+  if not ok:
+    raise ShardingTypeError(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={op!r}, indices={idx!r}")
+  for o, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+    ispec[i] = ispec[i] or os[o]
+  window = iter([i for i in range(len(sizes)) if i not in dn.collapsed_slice_dims and
+                 i not in dn.operand_batching_dims])
+  rest = iter(ispec)
+  return [tuple(os[next(window)] if d in dn.offset_dims else next(rest)
+                for d in range(nout))]
+
+
+_gather.with_outs = True
+
+
+def _scatter(prim, avals, specs, params):
+  """JAX's scatter rule (gather's, inverted): batch dimensions of operand, indices and
+  updates agree; a window dimension the updates cover whole has one spec on both sides,
+  one they update in part is unsplit on both; the dimensions the index vector positions
+  into are unsplit in the operand, and the query dimensions of indices and updates are
+  unsplit. The result takes the operand's spec, filled in from the others'."""
+  op, idx, upd = avals[:3]
+  dn = params["dimension_numbers"]
+  os, ispec, us = _full(op, specs[0]), _full(idx, specs[1]), _full(upd, specs[2])
+  if all(e is None for e in os + ispec + us):
+    return [(None,) * len(op.shape)]
+  ivd = len(idx.shape) - 1
+  in_upd = list(range(ivd))
+  for w in dn.update_window_dims:
+    in_upd.insert(w, None)
+  upd_batch = tuple(in_upd.index(i) for i in dn.scatter_indices_batching_dims)
+  op_window = [i for i in range(len(op.shape)) if i not in dn.inserted_window_dims and
+               i not in dn.operand_batching_dims]
+  ok = all(len({e for e in t if e is not None}) <= 1 for t in zip(
+      (os[d] for d in dn.operand_batching_dims),
+      (ispec[d] for d in dn.scatter_indices_batching_dims), (us[d] for d in upd_batch)))
+  ok = ok and all((upd.shape[u] == op.shape[o] and us[u] == os[o]) or
+                  (us[u] is None and os[o] is None)
+                  for u, o in zip(dn.update_window_dims, op_window))
+  ok = ok and all(os[i] is None for i in dn.inserted_window_dims)
+  ok = ok and all(e is None for i, e in enumerate(us)
+                  if i not in upd_batch and i not in dn.update_window_dims)
+  ok = ok and all(e is None for i, e in enumerate(ispec[:ivd])
+                  if i not in dn.scatter_indices_batching_dims)
+  ok = ok and ispec[ivd] is None
+  if not ok:
+    raise ShardingTypeError(
+        "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
+        "the scatter update as out sharding could not be resolved unambiguously (or would "
+        f"require collectives on inputs). Got operand={op!r}, indices={idx!r}, "
+        f"updates={upd!r}")
+  out = list(os)
+  for o, i, u in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims, upd_batch):
+    if out[o] is None:
+      out[o] = ispec[i] or us[u]
+  for u, o in zip(dn.update_window_dims, op_window):
+    if out[o] is None:
+      out[o] = us[u]
+  return [tuple(out)]
+
+
+def _axis_types_str(mesh):
+  if mesh is None:
+    return "{}"
+  groups = {}
+  for n, t in zip(mesh.axis_names, mesh.axis_types):
+    groups.setdefault(t.name, []).append(n)
+  return "{" + ", ".join(f"{k}: {tuple(v)!r}" for k, v in groups.items()) + "}"
+
+
+def _typed_str(a):
+  """`f32[8@x,4]({Explicit: ('x', 'y')})`: a type with its mesh's axis types, as JAX
+  prints it in some messages (`({})` for a type without a mesh)."""
+  mesh = a.mesh if type(a) is ShardedShapedArray else None
+  return f"{a.str_short()}({_axis_types_str(mesh)})"
+
+
+def _dynamic_update_slice(prim, avals, specs, params):
+  op, upd = avals[0], avals[1]
+  same = (type(op) is ShardedShapedArray) == (type(upd) is ShardedShapedArray) and (
+      type(op) is not ShardedShapedArray or (op.mesh == upd.mesh and op.spec == upd.spec))
+  if not same:
+    raise ShardingTypeError(
+        "dynamic_update_slice operand sharding must be equal to update sharding, got "
+        f"operand sharding {_typed_str(op)} and update sharding {_typed_str(upd)}.")
+  return [_full(op, specs[0])]
+
+
+def _top_k(prim, avals, specs, params):
+  a = avals[0]
+  s = _full(a, specs[0])
+  if s and s[-1] is not None:
+    raise ShardingTypeError(
+        "The input should be unsharded over the axis along which to compute the top_k "
+        f"values. Got input type={a} and axis={len(a.shape) - 1}")
+  return [s, s]
+
+
+def _conv(prim, avals, specs, params, outs):
+  """JAX's rule: the kernel unsplit and the input's feature dimension unsplit; the result
+  is then laid out as the input (its batch, and spatial dimensions that stay divisible)."""
+  lhs = avals[0]
+  ls = _full(lhs, specs[0])
+  rs = specs[1]
+  feature = params["dimension_numbers"].lhs_spec[1]
+  if (rs is not None and any(e is not None for e in rs)) or ls[feature] is not None:
+    raise ShardingTypeError("Please specify the output sharding via `out_sharding` "
+                            "parameter of `conv_general_dilated`")
+  if type(lhs) is not ShardedShapedArray:
+    return [ls]
+  return [_varying_out_shape("conv_general_dilated", lhs, ls, outs[0].shape)]
+
+
+_conv.with_outs = True
+
+
+def _bitcast(prim, avals, specs, params, outs):
+  a = avals[0]
+  s = _full(a, specs[0])
+  nd = len(outs[0].shape)
+  return [s + (None,) if nd > len(s) else s[:nd]]
+
+
+_bitcast.with_outs = True
+
+
+def _split(prim, avals, specs, params, outs):
+  return _keep_shape_checked("split")(prim, avals, specs, params, outs)
+
+
+_split.with_outs = True
+
+
+def _stack(prim, avals, specs, params):
+  nd = len(avals[0].shape)
+  merged = _merge(prim.name, [_full(a, s) for a, s in zip(avals, specs)], nd)
+  ax = params["axis"]
+  return [merged[:ax] + (None,) + merged[ax:]]
+
+
+def _unstack(prim, avals, specs, params):
+  s, ax = _full(avals[0], specs[0]), params["axis"]
+  if s[ax] is not None:
+    raise ShardingTypeError(f"unstack of an axis split over mesh axes {_entry_fmt(s[ax])} "
+                            f"is not supported. Got input type={avals[0]} and axis={ax}")
+  return [s[:ax] + s[ax + 1:]] * avals[0].shape[ax]
+
+
+def _first_operand_multi(prim, avals, specs, params):
+  n = len(avals) // 2   # reduce_window: operands, then their init values
+  return [_full(a, s) for a, s in zip(avals[:n], specs[:n])]
+
+
+# ---- control flow ----
+
+def _cond(prim, avals, specs, params, outs):
+  """A cond's results: each is typed as the branch that types it (a branch returning a
+  value of no mesh, e.g. `jnp.zeros`, agrees with any; `check_branches` has compared
+  the typed ones)."""
+  res = []
+  for i, o in enumerate(outs):
+    typed = [b.out_avals[i] for b in params["branches"]
+             if type(b.out_avals[i]) is ShardedShapedArray]
+    res.append(typed[0].spec if typed else KEEP)
+  return res
+
+
+_cond.with_outs = True
+
+
+def _scan(prim, avals, specs, params, outs):
+  """A scan's carries are typed as its body's; its stacked outputs as the body's with an
+  unsplit leading axis."""
+  nc = params["num_carry"]
+  body = params["jaxpr"].out_avals
+  res = []
+  for i, (o, b) in enumerate(zip(outs, body)):
+    if type(b) is not ShardedShapedArray:
+      res.append(KEEP)
+    else:
+      res.append(b.spec if i < nc else (None,) + b.spec)
+  return res
+
+
+_scan.with_outs = True
+
+KEEP = object()   # a rule's "leave this result's type as abstract evaluation gave it"
+
+
+def _types_differ(a, b):
+  """JAX's comparison of two types' shardings: types that both have a mesh (here: are
+  ShardedShapedArrays) must have one sharding."""
+  return (type(a) is ShardedShapedArray and type(b) is ShardedShapedArray and
+          (a.mesh != b.mesh or a.spec != b.spec))
+
+
+def _fun_info(f):
+  import functools
+  import inspect
+  while isinstance(f, functools.partial):
+    f = f.func
+  f = inspect.unwrap(f)
+  try:
+    return f"{f.__name__} at {f.__code__.co_filename}:{f.__code__.co_firstlineno}"
+  except AttributeError:
+    return "<unknown>"
+
+
+def check_branches(api_name, names, funs, out_avals_list):
+  """TypeError, in JAX's words, when two branches of a `cond`/`switch` give results whose
+  Explicit shardings differ (shapes and dtypes are checked before).
+
+  Args:
+    api_name: "cond" or "switch".
+    names: the branches' names as JAX's messages give them.
+    funs: the branch functions (in the same order).
+    out_avals_list: each branch's flat output avals.
+  """
+  first = out_avals_list[0]
+  for name, fun, avs in zip(names[1:], funs[1:], out_avals_list[1:]):
+    diffs = [f"the output of {names[0]} has type {a1.str_short()} but the corresponding "
+             f"output of {name} has type {a2.str_short()}"
+             for a1, a2 in zip(first, avs) if _types_differ(a1, a2)]
+    if not diffs:
+      continue
+    if len(diffs) == 1:
+      differences = diffs[0][0].upper() + diffs[0][1:] + ".\n"
+    else:
+      differences = "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n"
+    raise TypeError(
+        f"{api_name} branches must have equal output types but they differ.\n\n"
+        f"{names[0]} is {_fun_info(funs[0])}\n{name} is {_fun_info(fun)}\n\n"
+        f"{differences}\nRevise {names[0]} and/or {name} so that all output types match.")
+
+
+def check_carry(loop_name, body_fun, carry, in_avals, out_avals):
+  """TypeError, in JAX's words, when a loop body's carry output has another Explicit
+  sharding than its input (shapes and dtypes are checked before).
+
+  Args:
+    loop_name: "while_loop" or "scan".
+    body_fun: the body function (its first parameter names the carry).
+    carry: the initial carry (a pytree; its paths name the components).
+    in_avals, out_avals: the flat carry avals in and out.
+  """
+  from tracejax._src import tree_util
+  import inspect
+  if not any(_types_differ(a, b) for a, b in zip(in_avals, out_avals)):
+    return
+  try:
+    params = list(inspect.signature(body_fun).parameters)
+    cname = params[0] if params else None
+  except (TypeError, ValueError):
+    cname = None
+  try:
+    paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(carry)[0]]
+  except Exception:   # a node type without keys: name no path
+    paths = [""] * len(in_avals)
+  diffs = []
+  for p, a, b in zip(paths, in_avals, out_avals):
+    if not _types_differ(a, b):
+      continue
+    if cname:
+      comp = f"the input carry component {cname}{p}" if p else f"the input carry {cname}"
+    else:
+      comp = f"the input carry at path {p}" if p else "the input carry"
+    diffs.append(f"{comp} has type {a.str_short()} but the corresponding output carry "
+                 f"component has type {b.str_short()}")
+  if len(diffs) == 1:
+    differences = diffs[0][0].upper() + diffs[0][1:] + ".\n"
+  else:
+    differences = "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+  raise TypeError(f"{loop_name} body function carry input and carry output must have equal "
+                  f"types, but they differ:\n\n{differences}\nRevise the function so that all "
+                  "output types match the corresponding input types.")
+
+
+def scan_x_avals(x_avals):
+  """The avals of one step's slices of scan's `xs` (typed: their leading axis dropped
+  from the spec); a ValueError, as in JAX, for an `xs` split along that axis."""
+  out = []
+  for a in x_avals:
+    if type(a) is ShardedShapedArray:
+      if a.spec[0] is not None:
+        raise ValueError(f"0th dimension of all xs should be replicated. Got "
+                         f"{P(*a.spec)!r}")
+      out.append(ShardedShapedArray(a.shape[1:], a.dtype, a.weak_type, a.mesh, a.spec[1:]))
+    else:
+      out.append(a.update(shape=a.shape[1:]))
+  return out
+
+
+def check_seed_placement(x):
+  """The ValueError JAX 0.10.2 raises when eager `grad` makes its output cotangent (a
+  value of the output's type) with no mesh set: outside `jit` and `jax.set_mesh`, a value
+  made from nothing is on one device, which cannot hold a type over a larger mesh."""
+  aval = getattr(x, "aval", None)
+  if type(aval) is not ShardedShapedArray or hasattr(x, "_trace"):
+    return
+  if sharding_mod.current_mesh() is not None or aval.mesh.size == 1:
+    return
+  raise ValueError(f"Length of device assignment 1 is not equal to the size of the mesh "
+                   f"{aval.mesh.size} of aval {aval.str_short(True)}"
+                   f"({_axis_types_str(aval.mesh)}). Please enter your `jit` into a mesh "
+                   "context via `jax.set_mesh`.")
+
+
+def like_sharding(a, shape):
+  """The NamedSharding `zeros_like`/`ones_like`/`full_like(a)` keep, as in JAX: `a`'s
+  when it is a typed Array (a tracer: its type's) and the shape is kept; else None."""
+  aval = getattr(a, "aval", None)
+  if type(aval) is not ShardedShapedArray:
+    return None
+  if shape is not None and tuple(shape) != aval.shape:
+    return None
+  return aval.concrete_sharding() if hasattr(a, "_trace") else a.sharding
+
+
 _ELEMENTWISE = frozenset("""
 mulhi erf erfc erf_inv lgamma digamma polygamma zeta igamma igammac igamma_grad_a
 random_gamma_grad regularized_incomplete_beta bessel_i0e bessel_i1e add sub mul div rem
@@ -456,9 +839,23 @@ _RULES.update({
     "broadcast_in_dim": _broadcast_in_dim, "squeeze": _squeeze,
     "concatenate": _concatenate, "reshape": _reshape,
     "dot_general": _dot_general,
-    # JAX keeps the operand's spec through slicing and padding.
-    "slice": _same_as_operand, "pad": _same_as_operand, "dynamic_slice": _same_as_operand,
+    # JAX keeps the operand's spec through slicing and padding (an axis whose size
+    # changes must stay divisible).
+    "slice": _keep_shape_checked("slicing"), "pad": _keep_shape_checked("padding"),
+    "dynamic_slice": _keep_shape_checked("dynamic_slice"),
+    "gather": _gather, "dynamic_update_slice": _dynamic_update_slice,
+    "top_k": _top_k, "conv_general_dilated": _conv,
+    "bitcast_convert_type": _bitcast, "split": _split, "stack": _stack,
+    "unstack": _unstack, "tile": _same_as_operand,
+    "reduce_window_sum": _keep_shape_checked("reduce_window"),
+    "reduce_window_max": _keep_shape_checked("reduce_window"),
+    "reduce_window_min": _keep_shape_checked("reduce_window"),
+    "reduce_window": _first_operand_multi,
+    "cond": _cond, "scan": _scan,
 })
+_RULES.update({name: _scatter for op in ("add", "sub", "mul", "min", "max", "apply")
+               for name in (f"scatter-{op}", f"scatter_{op}")})
+_RULES["scatter"] = _scatter
 
 
 def _check_duplicates(prim, avals_in, out_avals, specs):
@@ -512,28 +909,35 @@ def _sharding_rule(prim, avals_in, params, outs):
     if type(a) is ShardedShapedArray and a.mesh != mesh:
       raise ShardingTypeError(f"Mesh for all inputs of {prim.name} should be equal. Got "
                               f"{a.mesh} and {mesh}")
+  if _spmd_state is not None and _spmd_state.partitions:
+    return outs   # lowering a checked program: its helpers' types are not needed
   specs = [a.spec if type(a) is ShardedShapedArray else None for a in avals_in]
   try:
-    out_specs = rule(prim, avals_in, specs, params)
+    if getattr(rule, "with_outs", False):
+      out_specs = rule(prim, avals_in, specs, params, outs)
+    else:
+      out_specs = rule(prim, avals_in, specs, params)
   except ShardingTypeError:
     raise
-  except (KeyError, IndexError, TypeError, ValueError):
+  except (KeyError, IndexError, TypeError, ValueError, AttributeError):
     return outs   # a form the rule does not know (e.g. under vmap): leave it untyped
   if out_specs is None or len(out_specs) != len(outs):
     return outs
   for o, s in zip(outs, out_specs):
-    if len(s) != len(o.shape):
+    if s is not KEEP and len(s) != len(o.shape):
       return outs
-  _check_duplicates(prim, avals_in, outs, out_specs)
-  # An axis the mesh axes no longer divide (a slice, a pad) is left unsplit: tracejax
-  # lays arrays out in even blocks only (JAX would shard it unevenly).
-  out_specs = [tuple(e if e is None or o.shape[d] % _size_of(mesh, e) == 0 else None
-                     for d, e in enumerate(s)) for o, s in zip(outs, out_specs)]
-  return [ShardedShapedArray(o.shape, o.dtype, o.weak_type, mesh, s)
-          for o, s in zip(outs, out_specs)]
+  kept = [(o, s) for o, s in zip(outs, out_specs) if s is not KEEP]
+  _check_duplicates(prim, avals_in, [o for o, _ in kept], [s for _, s in kept])
+  # An axis the mesh axes no longer divide (a split) is left unsplit: tracejax lays
+  # arrays out in even blocks only (JAX would shard it unevenly).
+  return [o if s is KEEP else ShardedShapedArray(
+      o.shape, o.dtype, o.weak_type, mesh,
+      tuple(e if e is None or o.shape[d] % _size_of(mesh, e) == 0 else None
+            for d, e in enumerate(s))) for o, s in zip(outs, out_specs)]
 
 
 _transposing = threading.local()
+_spmd_state = None   # pxla's lowering state (set by `install`)
 
 
 def _typed_transpose(rule):
@@ -561,6 +965,9 @@ def _typed_transpose(rule):
 
 def install():
   """Turn the rules on (done when the first mesh with Explicit axes is made)."""
+  global _spmd_state
+  from tracejax._src.interpreters import pxla
+  _spmd_state = pxla._spmd_state
   trace_mod.sharding_rule = _sharding_rule
   sharding_mod.aval_typer = typed_aval
   from tracejax._src.interpreters import ad
@@ -815,3 +1222,27 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding):
         if type(getattr(y, "aval", None)) is ShardedShapedArray else y, out)
 
   return wrapped
+
+
+def type_updates(x_aval, y, slice_axes):
+  """The updates `y` of `x.at[idx].set/add/...` laid out as JAX lays them out: the axes
+  that slices of `x` keep have `x`'s spec, the indexed ones are unsplit (an untyped
+  `y` is resharded so; a typed one of another sharding is a ValueError, as in JAX).
+
+  Args:
+    x_aval: the typed aval of the array updated.
+    y: the updates, broadcast to the shape of `x[idx]`.
+    slice_axes: per axis of `y`, the axis of `x` a slice keeps (None: an indexed one).
+  """
+  want = tuple(None if d is None else x_aval.spec[d] for d in slice_axes)
+  y_aval = getattr(y, "aval", None)
+  if type(y_aval) is ShardedShapedArray:
+    if y_aval.spec != want or y_aval.mesh != x_aval.mesh:
+      req = ShardedShapedArray(y_aval.shape, y_aval.dtype, False, x_aval.mesh, want)
+      raise ValueError(f"Incompatible types for broadcasting: input type={y_aval} and "
+                       f"requested type={req}")
+    return y
+  if all(e is None for e in want) and not hasattr(y, "shape"):
+    return y
+  from tracejax._src.interpreters import pxla
+  return pxla.with_sharding_constraint(y, sharding_mod.NamedSharding(x_aval.mesh, P(*want)))

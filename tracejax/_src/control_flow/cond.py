@@ -94,6 +94,15 @@ def _switch(index, branches, operands, what):
   for jaxpr, _, tree in order[1:]:
     common.check_tree_and_avals(what, order[0][2], order[0][0].out_avals,
                                 tree, jaxpr.out_avals)
+  from tracejax._src.core import trace as trace_mod
+  if trace_mod.sharding_rule is not None:   # sharding in types: the branches' must agree
+    from tracejax._src import sharding_explicit  # the sharding-in-types layer, above lax
+    is_cond = order is not traced
+    sharding_explicit.check_branches(
+        "cond" if is_cond else "switch",
+        ["true_fun", "false_fun"] if is_cond else
+        ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))],
+        branches[::-1] if is_cond else branches, [t[0].out_avals for t in order])
   jaxprs, consts = common.join_consts([(j, c) for j, c, _ in traced])
   outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
   return tree_util.tree_unflatten(out_tree, outs)

@@ -13,6 +13,7 @@ from tracejax._src import dispatch, dtypes, traceback_util, tree_util
 from tracejax._src.config import config
 from tracejax._src.control_flow import common
 from tracejax._src.core import ir
+from tracejax._src.core import trace as trace_mod
 from tracejax._src.core.avals import ShapedArray
 from tracejax._src.core.trace import Primitive, Tracer, is_concrete, set_current_trace
 from tracejax._src.interpreters import ad, batching, lowering
@@ -57,6 +58,7 @@ def while_loop(cond_fun, body_fun, init_val):
                     f"{common.avals_list_repr(cj.out_avals)}.")
   _check_carry("body_fun output and input", "while_loop", btree, bj.out_avals,
                in_tree, avals, init_val)
+  _check_carry_shardings("while_loop", body_fun, init_val, avals, bj.out_avals)
   outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,
                       cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
   return tree_util.tree_unflatten(in_tree, outs)
@@ -76,6 +78,13 @@ def _promote_weak_carry(leaves, in_avals, out_avals):
         out[i] = elementwise.convert_element_type(x, new_dtype)
         promoted = True
   return out, promoted
+
+
+def _check_carry_shardings(loop_name, body_fun, carry, in_avals, out_avals):
+  """With sharding in types: a carry's Explicit sharding must not change (JAX's error)."""
+  if trace_mod.sharding_rule is not None:
+    from tracejax._src import sharding_explicit  # the sharding-in-types layer, above lax
+    sharding_explicit.check_carry(loop_name, body_fun, carry, in_avals, out_avals)
 
 
 def _check_carry(what, loop_name, out_tree, out_avals, in_tree, in_avals, carry):
@@ -355,8 +364,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     lo, hi = int(lower), int(upper)
     n = max(hi - lo, 0)
 
-    def step(carry, _):
-      i, x = carry
+    def step(loop_carry, _):   # (JAX's name: its carry-type errors say loop_carry[1])
+      i, x = loop_carry
       return (elementwise.add(i, np.asarray(1, dt)), body_fun(i, x)), None
     start = np.asarray(lower if not dtypes.issubdtype(dt, np.integer) else lo, dt)
     (_, out), _ = scan(step, (start, init_val), None, length=n,
@@ -415,7 +424,11 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
   c_leaves, c_tree = tree_util.tree_flatten(init)
   c_avals = [common.aval_of(x) for x in c_leaves]
   x_avals = [common.aval_of(x) for x in x_leaves]
-  x_avals = [a.update(shape=a.shape[1:]) for a in x_avals]
+  if trace_mod.sharding_rule is not None:   # typed xs: each step's slice is typed too
+    from tracejax._src import sharding_explicit  # the sharding-in-types layer, above lax
+    x_avals = sharding_explicit.scan_x_avals(x_avals)
+  else:
+    x_avals = [a.update(shape=a.shape[1:]) for a in x_avals]
   in_tree = tree_util.tree_structure((init, xs))
   jaxpr, consts, out_tree = common.trace_fun(lambda c, x: f(c, x), in_tree, c_avals + x_avals)
   try:
@@ -435,6 +448,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
   out_avals = jaxpr.out_avals
   _check_carry("scan carry output and input", "scan", carry_tree,
                out_avals[:carry_tree.num_leaves], c_tree, c_avals, init)
+  _check_carry_shardings("scan", f, init, c_avals, out_avals[:carry_tree.num_leaves])
   outs = scan_p.bind(*consts, *c_leaves, *x_leaves, jaxpr=jaxpr, length=length,
                      reverse=bool(reverse), num_consts=len(consts), num_carry=nc,
                      linear=(False,) * (len(consts) + nc + len(x_leaves)), unroll=unroll)

@@ -137,6 +137,11 @@ def set_current_trace(trace):
 
 
 def bind(primitive, *args, **params):
+  rule = getattr(primitive, "extended_rule", None)
+  if rule is not None:  # as in Primitive.bind
+    out = rule(primitive, args, params)
+    if out is not NotImplemented:
+      return out
   return _ctx.trace.process_primitive(primitive, args, params)
 
 

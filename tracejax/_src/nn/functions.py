@@ -247,6 +247,9 @@ def log_softmax(x, axis=-1, where=None, initial=None):
   """
   del initial  # kept for signature compatibility; the -inf identity is always right here
   x = jnp.asarray(x)
+  if not jnp.issubdtype(x.dtype, jnp.inexact):
+    # ints/bools: the default float, as in JAX (and -inf is no int `initial` for max)
+    x = x.astype(dtypes.canonicalize_dtype(np.float64))
   x_max = jnp.max(x, axis, where=where, initial=-jnp.inf, keepdims=True)
   x_safe = x if where is None else jnp.where(where, x, -jnp.inf)
   shifted = x_safe - stop_gradient(x_max)

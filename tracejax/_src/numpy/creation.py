@@ -9,6 +9,7 @@ import numpy as np
 from tracejax._src import dtypes
 from tracejax._src.core.avals import AbstractNamedSharding, canonicalize_shape
 from tracejax._src.core.trace import Tracer, concrete_or_error
+from tracejax._src.core import trace as _trace_mod
 from tracejax._src.lax import structural
 from tracejax._src.numpy import util
 from tracejax._src.runtime.array import Array, from_numpy
@@ -313,6 +314,10 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
     out = util.broadcast_to(asarray(fill_value, dt), shp)
   else:
     out = _broadcast_scalar(util.convert(_int_fill(fill_value, dt), dt, weak), shp)
+  if sharding is None and device is None and _trace_mod.sharding_rule is not None:
+    # Sharding in types: the result keeps a typed `a`'s sharding (and type), as in JAX.
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    sharding = sharding_explicit.like_sharding(a, shape)
   return apply_out_sharding(_place(out, device), sharding)
 
 

@@ -250,6 +250,19 @@ def _axis_specs(specs):
   return [s for s in specs if not isinstance(s, _NewAxis)]
 
 
+def _typed_partial(x, specs, shape):
+  """Whether `x` is a concrete Array typed over Explicit mesh axes and the index takes an
+  integer or a part of an axis: JAX reads those through a gather (whose sharding rule
+  may then ask for `out_sharding=`), not a slice."""
+  from tracejax._src.core import trace as trace_mod
+  if trace_mod.sharding_rule is None or isinstance(x, Tracer) or \
+      type(getattr(x, "aval", None)).__name__ != "ShardedShapedArray":
+    return False
+  return any(isinstance(s, (_Int, _DynInt)) or
+             (isinstance(s, _Slice) and (s.start, s.step, s.length) != (0, 1, n))
+             for s, n in zip(_axis_specs(specs), shape))
+
+
 def _is_basic(specs):
   return not any(isinstance(s, _IntArray) for s in specs) and \
       all(s.size == 1 for s in specs if isinstance(s, _NewAxis))
@@ -270,7 +283,8 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
   x = util.to_array(x)
   shape = util.shape(x)
   specs = _parse(idx, shape)
-  if mode is None and fill_value is None and _is_basic(specs):
+  if mode is None and fill_value is None and _is_basic(specs) and \
+      not _typed_partial(x, specs, shape):
     return _basic_take(x, specs, shape)
   # Reads clamp by default (C-S07): PROMISE_IN_BOUNDS, as JAX, whose values XLA
   # clamps and whose transpose (a scatter-add) drops what is out of bounds, so
@@ -354,6 +368,7 @@ class _GatherIndexer:
   axes kept), its dimension numbers and slice sizes; the gather's output then
   gets `new_axes` inserted to give `out_shape`."""
   __slots__ = ("indices", "dnums", "slice_sizes", "gather_shape", "new_axes", "out_shape",
+               "slice_axes",
                "unique", "sorted", "empty_axes")
 
   def check_empty_axes(self):
@@ -421,10 +436,13 @@ def _index_to_gather(shape, specs):
   is_window = lambda s: s.step == 1 or s.length <= 1
   out_shape, new_axes, gather_shape, offset_dims, batch_shape = [], [], [], [], []
   batch_at = {}  # id(spec) or "B" -> first batch dimension
+  axis_of = {id(s): d for d, s in enumerate(axis_specs)}
+  slice_axes = []   # per gather_shape dimension: the operand axis a slice keeps, or None
   for item in layout:
     if item == "B":
       batch_at["B"] = len(batch_shape)
       batch_shape.extend(bshape)
+      slice_axes.extend([None] * len(bshape))
       gather_shape.extend(bshape)
       out_shape.extend(bshape)
       continue
@@ -433,6 +451,7 @@ def _index_to_gather(shape, specs):
       new_axes.append(len(out_shape))
       out_shape.append(s.size)
       continue
+    slice_axes.append(axis_of[id(s)])
     if is_window(s):
       offset_dims.append(len(gather_shape))
     else:
@@ -443,6 +462,7 @@ def _index_to_gather(shape, specs):
   ix = _GatherIndexer()
   ix.out_shape, ix.new_axes, ix.gather_shape = tuple(out_shape), tuple(new_axes), \
       tuple(gather_shape)
+  ix.slice_axes = tuple(slice_axes)
   ix.empty_axes = [d for d, (s, n) in enumerate(zip(axis_specs, shape))
                    if n == 0 and isinstance(s, _ADVANCED)]
   # One index component per gathered axis (operand order); the others are windows.
@@ -560,6 +580,9 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
     return x  # nothing selected
   if ix.new_axes:
     y = structural.squeeze(y, ix.new_axes)
+  if type(getattr(x, "aval", None)).__name__ == "ShardedShapedArray":
+    from tracejax._src import sharding_explicit  # the sharding-in-types layer, above
+    y = sharding_explicit.type_updates(x.aval, y, ix.slice_axes)
   if ix.indices is None:
     # Whole axes only: an elementwise update of all of x.
     return _COMBINE[scatter_op](x, y)

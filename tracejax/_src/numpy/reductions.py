@@ -344,6 +344,10 @@ def _cumulative(name, a, axis, dtype, op, identity, promote_bool):
     if dt == np.bool_ and promote_bool:
       dt = dtypes.default_int_dtype()
   a = util.convert(a, dt, False)
+  if type(getattr(a, "aval", None)).__name__ == "ShardedShapedArray":
+    # Sharding in types: lax's cumulative rule (the scan axis must be unsplit).
+    from tracejax._src import sharding_explicit  # the sharding-in-types layer, above
+    sharding_explicit.check_cumulative_axis(a.aval, axis)
   shp = util.shape(a)
   n = shp[axis]
   shift = 1

@@ -10,7 +10,6 @@ import numpy as np
 from tracejax._src import dtypes
 from tracejax._src.core.avals import canonicalize_shape
 from tracejax._src.core.trace import Tracer
-from tracejax._src.lax import slicing as lax_slicing
 from tracejax._src.lax import structural
 from tracejax._src.numpy import util
 
@@ -140,7 +139,7 @@ def squeeze(a, axis=None):
         raise ValueError("cannot select an axis to squeeze out which has size not equal "
                          f"to one, got shape={s} and dimensions={dims}")
   if not dims:
-    return a
+    return util.fresh_array(a)
   return structural.squeeze(a, dims)
 
 
@@ -340,7 +339,7 @@ def flip(m, axis=None):
   m = _arr(m, "flip")
   dims = util.canonicalize_axes(axis, util.ndim(m))
   if not dims:
-    return m
+    return util.fresh_array(m)
   return structural.rev(m, dims)
 
 
@@ -413,6 +412,7 @@ def _roll_one(a, shift, axis):
     shift = util.convert(shift, dtypes.default_int_dtype(), False)
     start = ufuncs.remainder(ufuncs.negative(shift), n)
     doubled = structural.concatenate([a, a], axis)
+    from tracejax._src.lax import slicing as lax_slicing  # (not needed at import)
     return lax_slicing.dynamic_slice_in_dim(doubled, start, n, axis)
   shift = int(shift) % n
   if shift == 0:
@@ -437,6 +437,7 @@ def _slice_axis(a, axis, start, stop, step=1):
     strides[axis] = step
   if starts == [0] * len(s) and limits == list(s) and strides is None:
     return a
+  from tracejax._src.lax import slicing as lax_slicing  # (not needed at import)
   return lax_slicing.slice(a, tuple(starts), tuple(limits), None if strides is None
                            else tuple(strides))
 

@@ -96,7 +96,7 @@ def negative(x, /):
 def positive(x, /):
   """Numerical positive elementwise: a device array equal to `x`."""
   x, = util.promote_args("positive", x)
-  return util.to_array(x)
+  return util.fresh_array(x)
 
 
 def floor_divide(x1, x2, /):
@@ -126,7 +126,11 @@ def _float_divmod(x1, x2):
   div = _select(ind, lax.sub(div, _weak_constant_like(div, 1)), div)
   # Division by (+-)zero: the quotient is x1 / x2 (+-inf, or nan for 0 / 0), as in JAX
   # and NumPy; the formula above would give nan from rem(x1, 0).
-  div = _select(lax.eq(x2, _constant_like(x2, 0)), lax.div(x1, x2), _round_half_even(div))
+  # (stop_gradient: the quotient is piecewise constant, so its gradient is 0, as in JAX;
+  # differentiating x1 / x2 here would give inf/NaN at x2 = 0 or NaN inputs.)
+  from tracejax._src.lax.misc import stop_gradient
+  div = _select(lax.eq(x2, _constant_like(x2, 0)), stop_gradient(lax.div(x1, x2)),
+                _round_half_even(div))
   return div, mod
 
 
@@ -756,7 +760,7 @@ def isreal(x):
 def real(val, /):
   """The real part (the value itself for real inputs)."""
   val, = util.promote_args("real", val)
-  return lax.real(val) if iscomplexobj(val) else util.to_array(val)
+  return lax.real(val) if iscomplexobj(val) else util.fresh_array(val)
 
 
 def imag(val, /):
@@ -771,7 +775,7 @@ def imag(val, /):
 def conjugate(x, /):
   """The complex conjugate (the value itself for real inputs)."""
   x, = util.promote_args("conjugate", x)
-  return lax.conj(x) if iscomplexobj(x) else util.to_array(x)
+  return lax.conj(x) if iscomplexobj(x) else util.fresh_array(x)
 
 
 conj = conjugate

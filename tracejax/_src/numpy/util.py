@@ -101,6 +101,25 @@ def to_array(x):
   return creation.asarray(x)
 
 
+def fresh_array(x):
+  """`x` as a device array, never the caller's own object, for functions that return
+  their argument unchanged (jnp.real of a real array, squeeze with nothing to squeeze).
+
+  In JAX such functions are jitted, so under vmap/jvp/vjp their result is a new Array
+  even when the input was a NumPy array; returning the tracer itself would hand the
+  NumPy input back out of the transformation. Only then is a `copy` bound; a staged
+  or device value passes through, adding nothing to jaxprs.
+  """
+  x = to_array(x)
+  inner = x
+  while isinstance(inner, Tracer):  # a vmap/jvp tracer over a host (NumPy) value?
+    inner = getattr(inner, "val", getattr(inner, "primal", None))
+  if inner is not x and isinstance(inner, (np.ndarray, np.generic)):
+    from tracejax._src.lax import misc as lax_misc
+    return lax_misc.copy_p.bind(x)
+  return x
+
+
 # ---- dtypes ----
 
 def _weak_scalar_type_for(dtype):

@@ -161,7 +161,7 @@ def test_vmap_of_checkify_reports_every_failing_index():
   assert err.get() == "\n".join(f"at mapped index {i}: {MSG.format(v)}"
                                 for i, v in [(1, -2.0), (2, -3.0), (4, -5.0)])
   assert isinstance(err.get_exception(), checkify.BatchedError)
-  np.testing.assert_allclose(out[[0, 3]], np.log([1., 4.]), rtol=1e-6)
+  np.testing.assert_allclose(out[np.array([0, 3])], np.log([1., 4.]), rtol=1e-6)
   with pytest.raises(checkify.JaxRuntimeError, match="-5.0"):
     err.throw()  # a batched error throws one message: the last failing element's
   err, _ = jax.vmap(checkify.checkify(positive_log))(jnp.array([1., 2.]))

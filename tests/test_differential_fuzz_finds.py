@@ -303,6 +303,17 @@ def test_identity_like_functions_return_new_arrays_under_transformations():
     p, _ = jax.jvp(f, (x,), (x,))
     assert isinstance(p, jax.Array), f.__name__
   assert isinstance(jax.vjp(jnp.real, np.ones(2, np.int32))[0], jax.Array)
+  # JAX: sort of a size-0 axis under jvp and atleast_2d of 2-d slices under vmap too
+  p, _ = jax.jvp(lambda d: jnp.sort(d, axis=0), (np.zeros(0, np.float16),),
+                 (np.zeros(0, np.float16),))
+  assert isinstance(p, jax.Array) and p.dtype == np.float16
+  assert isinstance(jax.vmap(jax.vmap(jnp.atleast_2d))(np.zeros((0, 2, 1, 3), np.float32)),
+                    jax.Array)
+  # JAX: x.at[..., [0, -1]].add(0.5, mode='clip') of an empty f32[3, 2, 0] under vmap
+  assert isinstance(jax.vmap(jnp.ravel)(np.ones((1, 4), np.float32)), jax.Array)  # JAX too
+  out = jax.vmap(lambda v: v.at[..., [0, -1]].add(0.5, mode="clip"))(
+      np.zeros((3, 2, 0), np.float32))
+  assert isinstance(out, jax.Array) and out.shape == (3, 2, 0)
   # nothing is added to a jaxpr, and gradients are unchanged
   assert "copy" not in str(jax.make_jaxpr(jax.grad(lambda v: jnp.sum(jnp.real(v))))(x))
   np.testing.assert_array_equal(jax.grad(lambda v: jnp.sum(jnp.real(v)))(x), [1, 1, 1])
@@ -331,3 +342,172 @@ def test_log_softmax_of_ints_under_vjp():
   np.testing.assert_array_equal(out, [0.0])
   np.testing.assert_allclose(jax.nn.log_softmax(jnp.array([0, 2], np.int32)),
                              [-2.12693, -0.12693], rtol=1e-4)
+
+
+def test_floor_divide_gradient_is_zero():
+  # JAX 0.10.2: grad(x // x)(nan) = 0. (weak), grad(x // 0.)(1.5) = 0., both partials
+  # of x // y at (1.5, 0.) are 0. (weak); we gave nan, inf and (inf, -inf).
+  for g in (jax.grad(lambda x: x // x)(np.nan), jax.grad(lambda x: x // 0.0)(1.5),
+            *jax.grad(lambda x, y: x // y, argnums=(0, 1))(1.5, 0.0)):
+    assert float(g) == 0.0 and g.weak_type
+  np.testing.assert_array_equal(jnp.floor_divide(np.array([1.5, -1.5, 0.0]), 0.0),
+                                [np.inf, -np.inf, np.nan])
+  assert float(jax.grad(lambda x: jnp.divmod(x, 0.7)[1])(1.5)) == 1.0  # JAX: 1.0
+
+
+def test_jacfwd_never_calls_fun_on_raw_numpy_inputs():
+  # JAX 0.10.2: jacfwd(lambda x: x.at[np.array([-2, 0])].mul(-2, mode=...))(np f32[3]) is
+  # [[-2, 0, 0], [0, -2, 0], [0, 0, 1]]; we ran fun once on the NumPy input itself
+  # (AttributeError: 'numpy.ndarray' object has no attribute 'at').
+  x = np.array([2.0, 0.88, 0.76], np.float32)
+  jac = jax.jacfwd(lambda v: v.at[np.array([-2, 0])].mul(-2, mode="promise_in_bounds"))(x)
+  np.testing.assert_array_equal(jac, [[-2, 0, 0], [0, -2, 0], [0, 0, 1]])
+  calls = []
+  jax.jacfwd(lambda v: calls.append(type(v).__name__) or jnp.sin(v))(x)
+  assert len(calls) == 1 and "ndarray" not in calls
+
+
+def test_weak_python_int_wraps_into_narrow_int_arrays():
+  # JAX 0.10.2: hard_tanh(uint8 [0, 5]) = [255, 1]; jnp.where(u8 > 1, -1, u8) = [0, 255];
+  # full_like(u8, -1) = [255, 255]; clip(u8, -1, 1) = [1, 1]; hard_tanh of an empty uint8
+  # is empty. We raised OverflowError. An explicit jnp.asarray(-1, uint8) still raises.
+  u8 = jnp.array([0, 5], np.uint8)
+  np.testing.assert_array_equal(jax.nn.hard_tanh(np.array([0, 5], np.uint8)), [255, 1])
+  assert jax.nn.hard_tanh(np.array([], np.uint8)).shape == (0,)
+  np.testing.assert_array_equal(jnp.where(u8 > 1, -1, u8), [0, 255])
+  np.testing.assert_array_equal(jnp.full_like(u8, -1), [255, 255])
+  np.testing.assert_array_equal(jnp.clip(u8, -1, 1), [1, 1])
+  with pytest.raises(OverflowError):
+    jnp.asarray(-1, np.uint8)
+
+
+def test_reverse_mode_through_while_loop_fed_by_floor_divide():
+  # JAX 0.10.2: x // x has a symbolic zero derivative, so vjp through a while_loop of it
+  # works: primal [15.154261] * 3, cotangent zeros. We raised the while_loop
+  # reverse-mode error.
+  def f(x):
+    v = x // x
+    return lax.while_loop(lambda st: st[0] < 2, lambda st: (st[0] + 1, jnp.exp(st[1])),
+                          (0, v))[1]
+  x = np.array([1.03, 1.4, 1.25], np.float32)
+  out, f_vjp = jax.vjp(f, x)
+  np.testing.assert_allclose(out, [15.154261] * 3, rtol=1e-6)
+  np.testing.assert_array_equal(f_vjp(jnp.ones(3))[0], [0, 0, 0])
+
+
+def test_numpy_inputs_come_back_canonical_arrays():
+  # JAX 0.10.2 (x64 off): vmap(vjp(lambda d: d[...]))(float64 NumPy input) gives a float32
+  # Array; jvp(lambda d: jnp.array(d)) gives an Array; we returned the float64 input.
+  x = np.linspace(-1, 1, 6).reshape(2, 3, 1)
+  out = jax.vmap(lambda v: jax.vjp(lambda d: d[...], v)[0])(x)
+  assert isinstance(out, jax.Array) and out.dtype == np.float32
+  p, _ = jax.jvp(lambda d: jnp.array(d), (np.float32(-1.5),), (np.float32(0.5),))
+  assert isinstance(p, jax.Array) and not p.weak_type
+
+
+def test_at_set_complex_scalar_into_real_array_drops_imaginary_part():
+  # JAX 0.10.2: arctan(x).at[::2].set(1-2j) of a float32[1] gives [1.] (ComplexWarning);
+  # we raised TypeError from float(complex).
+  out = jnp.arctan(np.array([0.08], np.float32)).at[::2].set(1 - 2j)
+  assert out.dtype == np.float32
+  np.testing.assert_array_equal(out, [1.0])
+
+
+def test_complex_fft_of_an_empty_array():
+  # JAX 0.10.2: fft/ifft/fftn of complex64[2, 0] are complex64[2, 0]; fft(x, n=0) raises
+  # ValueError. We raised for every empty input.
+  z = np.zeros((2, 0), np.complex64)
+  for f in (jnp.fft.fft, jnp.fft.ifft, jnp.fft.fftn):
+    out = f(z)
+    assert out.shape == (2, 0) and out.dtype == np.complex64
+  assert jnp.fft.fft(np.zeros((0,), np.float32)).dtype == np.complex64
+  with pytest.raises(ValueError):
+    jnp.fft.fft(z, n=0)
+
+
+def test_astype_flip_of_0d_and_more_numpy_leaks():
+  # JAX 0.10.2: vjp(lambda d: d.astype(jnp.float32), np.float32(-0.9)) has an Array
+  # primal (we returned the NumPy input); flip(1-0.5j, axis=0) is ValueError "axis 0 is
+  # out of bounds for array of dimension 0" (we raised TypeError from rev).
+  p, _ = jax.vjp(lambda d: d.astype(jnp.float32), np.float32(-0.9))
+  assert isinstance(p, jax.Array)
+  with raises(ValueError, "axis 0 is out of bounds for array of dimension 0"):
+    jnp.flip(1 - 0.5j, axis=0)
+  np.testing.assert_array_equal(jnp.flip(np.arange(3), 0), [2, 1, 0])
+
+
+def test_heaviside_nan_and_logsumexp_of_empty():
+  # JAX 0.10.2: heaviside([nan, -inf, 0, 2], 0.5) = [nan, 0, 0.5, 1] (we gave 0.5 for nan);
+  # logsumexp of an empty float16 with keepdims = [-inf] (float16), of an empty (2, 0)
+  # along axis 1 = [-inf, -inf] (we raised "zero-size array to reduction max").
+  np.testing.assert_array_equal(jnp.heaviside(np.array([np.nan, -np.inf, 0.0, 2.0]), 0.5),
+                                [np.nan, 0.0, 0.5, 1.0])
+  out = jax.nn.logsumexp(np.zeros(0, np.float16), keepdims=True)
+  assert out.dtype == np.float16 and out.shape == (1,) and out[0] == -np.inf
+  np.testing.assert_array_equal(jax.nn.logsumexp(np.zeros((2, 0), np.float32), axis=1),
+                                [-np.inf, -np.inf])
+
+
+def test_nonzero_with_size_of_an_empty_array_is_zeros():
+  # JAX 0.10.2: nonzero/where/argwhere(empty, size=2, fill_value=-1) give zeros ([0, 0]);
+  # a non-empty input pads with fill_value ([-1, -1, -1]).
+  e = np.zeros(0, np.float16)
+  np.testing.assert_array_equal(jnp.nonzero(e, size=2, fill_value=-1)[0], [0, 0])
+  np.testing.assert_array_equal(jax.jit(lambda v: jnp.where(v, size=2, fill_value=-1)[0])(e),
+                                [0, 0])
+  np.testing.assert_array_equal(jnp.argwhere(np.zeros((0, 2)), size=2, fill_value=-1),
+                                [[0, 0], [0, 0]])
+  np.testing.assert_array_equal(jnp.nonzero(np.zeros(2), size=3, fill_value=-1)[0], [-1] * 3)
+
+
+def test_full_like_of_a_weak_int_with_a_float_fill_stays_weak():
+  # JAX 0.10.2: full_like(weak int32, 0.0) is a weak int32 (we gave a strong one); with
+  # an explicit dtype it is strong.
+  w = jnp.asarray(1) ** jnp.asarray(1)
+  out = jnp.full_like(w, 0.0)
+  assert out.dtype == np.int32 and out.weak_type
+  assert not jnp.full_like(w, 0.0, dtype=int).weak_type
+
+
+def test_zero_sign_kept_by_the_host_scalar_cache():
+  # 0.0 and -0.0 compare and hash equal: a cached -0.0 used to come back for 0.0, so
+  # x / 0. could give -inf (JAX 0.10.2: jacrev(lambda v: v / -0.0) has -inf on the
+  # diagonal; 1 / full((2,), 0.0) is [inf, inf]).
+  assert np.signbit(jnp.full((2,), -0.0, dtype=np.float32)).all()
+  np.testing.assert_array_equal(1 / jnp.full((2,), 0.0, dtype=np.float32), [np.inf, np.inf])
+  x = np.array([[-0.5], [1.1]], np.float32)
+  assert jax.jacrev(lambda v: v / -0.0)(x)[0, 0, 0, 0] == -np.inf
+
+
+def test_softmax_of_ints_and_bool_scatter_ops():
+  # softmax of a uint32 array under jit raised OverflowError (-inf as a uint32); it is
+  # computed in the default float (JAX gives wrapped-around garbage here, see README).
+  out = jax.jit(lambda v: jax.nn.softmax(v, axis=-1))(np.array([[5, 3, 2]], np.uint32))
+  assert out.dtype == np.float32
+  np.testing.assert_allclose(out, [[0.8437947, 0.11419519, 0.04201007]], rtol=1e-6)
+  # JAX 0.10.2: .at[].add/.mul of a bool array raise TypeError ("add does not accept
+  # dtype bool at position 0 ..."); .min and .set work. We accepted add/mul.
+  b = jnp.array([True])
+  with raises(TypeError, "add does not accept dtype bool at position 0"):
+    b.at[0].add(True)
+  with raises(TypeError, "mul does not accept dtype bool at position 0"):
+    jnp.array(True).at[None].mul(True)
+  np.testing.assert_array_equal(b.at[0].min(False), [False])
+  # and jnp.roll by 0 under vjp returns an Array (JAX), not the NumPy input
+  assert isinstance(jax.vjp(lambda d: jnp.roll(d, 0, axis=-1), np.ones((3, 1), bool))[0],
+                    jax.Array)
+
+
+def test_standardize_clips_the_fast_variance():
+  # JAX 0.10.2: standardize(complex) with the default (fast) algorithm raises ValueError
+  # (from clipping the variance at 0); 'stable' and an explicit variance work:
+  # [-1.0000005+1.43e-06j, 1.0000005-1.43e-06j] and [-0.999995+1.4999925j, ...].
+  x = np.array([1 + 2j, 3 - 1j], np.complex64)
+  with raises(ValueError, "complex"):
+    jax.nn.standardize(x)
+  np.testing.assert_allclose(jax.nn.standardize(x, algorithm="stable"),
+                             [-1.0000005 + 1.43e-06j, 1.0000005 - 1.43e-06j], atol=1e-5)
+  np.testing.assert_allclose(jax.nn.standardize(x, variance=np.ones(1, np.complex64)),
+                             [-0.999995 + 1.4999925j, 0.999995 - 1.4999925j], rtol=1e-6)
+  np.testing.assert_allclose(jax.nn.standardize(np.array([1.0, 3.0])), [-0.999995, 0.999995],
+                             rtol=1e-6)

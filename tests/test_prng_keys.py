@@ -245,6 +245,12 @@ def test_jnp_functions_that_take_keys():
   # optax's tree_split_key_like: one key per leaf, unflattened from a key array
   tree = jax.tree.unflatten(jax.tree.structure({"a": 1, "b": 2}), random.split(k, 2))
   assert str(tree["b"].dtype) == "key<fry>" and tree["b"].shape == ()
+  # optax's MultiSteps: jnp.astype(jnp.where(emit, new, old), old.dtype) on every leaf
+  assert jnp.astype(ks, ks.dtype) is ks and ks.astype(ks.dtype) is ks
+  out = jax.jit(lambda e, a, b: jnp.astype(jnp.where(e, a, b), a.dtype))(True, ks, ks[::-1])
+  np.testing.assert_array_equal(_data(out), d)
+  with pytest.raises(TypeError, match="cannot convert a key array"):
+    jnp.astype(ks, jnp.uint32)
   with pytest.raises(TypeError, match="cannot be combined"):
     jnp.stack([k, jnp.zeros(())])
 

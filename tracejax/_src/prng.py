@@ -598,6 +598,8 @@ def _broadcast_data(a, b):
 
 
 def _key_astype(k, dtype, *args, **kwargs):
+  if dtype == _key_dtype or dtype == "key<fry>":  # to its own dtype: the keys themselves
+    return k
   raise TypeError(f"cannot convert a key array (dtype {_key_dtype}) to {dtype}: use "
                   "jax.random.key_data(keys) for its uint32 data")
 
@@ -709,7 +711,7 @@ def _register_jnp():
   from tracejax._src.numpy import util
   util.key_impls.update(stack=_jnp_stack, concatenate=_jnp_concatenate,
                         expand_dims=_jnp_expand_dims, broadcast_to=_jnp_broadcast_to,
-                        where=_jnp_where)
+                        where=_jnp_where, astype=_key_astype)
 
 
 _register_jnp()

@@ -1069,9 +1069,10 @@ def reshard(xs, out_shardings):
   shs = [_as_named(s, "reshard out_shardings") for s in shs]
   leaves, tree = tree_util.tree_flatten(xs)
 
-  def full(s, x):   # JAX writes the result's spec with one entry per axis
+  def full(s, x):   # on Explicit meshes JAX writes the spec with one entry per axis
     n = len(getattr(x, "shape", ())) if hasattr(x, "shape") else len(np.shape(x))
-    if isinstance(s, sharding_mod.NamedSharding) and len(s.spec) < n:
+    if (isinstance(s, sharding_mod.NamedSharding) and len(s.spec) < n
+        and AxisType.Explicit in tuple(getattr(s.mesh, "axis_types", ()))):
       return sharding_mod.NamedSharding(s.mesh, P(*s.spec, *([None] * (n - len(s.spec)))))
     return s
   return tree_util.tree_unflatten(

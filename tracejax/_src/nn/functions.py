@@ -269,6 +269,9 @@ def softmax(x, axis=-1, where=None, initial=None):
   """
   del initial
   x = jnp.asarray(x)
+  if not jnp.issubdtype(x.dtype, jnp.inexact):
+    # ints/bools: the default float (an int array has no -inf for the max's `initial`)
+    x = x.astype(dtypes.canonicalize_dtype(np.float64))
   if where is None:
     return _softmax(x, _axis_key(axis))
   x_max = jnp.max(x, axis, where=where, initial=-jnp.inf, keepdims=True)
@@ -314,6 +317,9 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
   if variance is None:
     if algorithm == "fast":
       variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
+      # JAX 0.10.2 clips the one-pass variance at 0 (cancellation can make it negative,
+      # and rsqrt of that is NaN); a complex one is a ValueError, as clip's.
+      variance = jnp.clip(variance, 0)
     else:
       variance = jnp.mean(jnp.square(x - mean), axis, keepdims=True, where=where)
   return jnp.subtract(x, jnp.asarray(mean)) * lax.rsqrt(jnp.asarray(variance) + epsilon)

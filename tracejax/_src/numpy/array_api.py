@@ -48,6 +48,8 @@ def astype(x, dtype, /, *, copy=False, device=None):
   DeviceArray([ 1, -2], dtype=int32)
   """
   del copy  # immutable arrays: sharing the buffer is indistinguishable from a copy
+  if util.key_impls and util.has_keys(x):  # key arrays (prng.py)
+    return creation._place(util.key_impls["astype"](x, dtype), device)
   util.check_arraylike("astype", x)
   if dtype is None:
     dt = dtypes.default_float_dtype()

@@ -63,7 +63,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
     return object  # a key array (extended dtype) is already an array of its kind
   dt = util.check_dtype(dtype, "array")
   if isinstance(object, (Array, Tracer)):
-    out = object if dt is None else util.convert(object, dt, False)
+    out = util.fresh_array(object) if dt is None else util.convert(object, dt, False)
   elif hasattr(object, "__jax_array__"):
     return array(object.__jax_array__(), dtype, copy, order, ndmin)
   elif type(object) in _py_scalar_set:
@@ -313,7 +313,10 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
   if util.ndim(fill_value):
     out = util.broadcast_to(asarray(fill_value, dt), shp)
   else:
-    out = _broadcast_scalar(util.convert(_int_fill(fill_value, dt), dt, weak), shp)
+    fill = _int_fill(fill_value, dt)
+    if weak and isinstance(fill, np.generic):
+      fill = fill.item()  # a weak result (JAX: full_like(weak int, 0.0) is weak)
+    out = _broadcast_scalar(util.convert(fill, dt, weak), shp)
   if sharding is None and device is None and _trace_mod.sharding_rule is not None:
     # Sharding in types: the result keeps a typed `a`'s sharding (and type), as in JAX.
     from tracejax._src import sharding_explicit  # above jax.numpy's modules

@@ -342,7 +342,7 @@ def _basic_take(x, specs, shape):
       pos += 1
   if new_axes:
     x = structural.expand_dims(x, tuple(new_axes))
-  return x
+  return util.fresh_array(x)  # x[...] under vmap/jvp: never the NumPy input itself
 
 
 def _static_bounds(spec, n):
@@ -552,6 +552,13 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
   util.check_arraylike_or_list(fun_name, y)
   y = util.to_operand(y)
   weak = util.is_weak(x)
+  if type(y) is complex and dt.kind != "c":
+    y = y.real  # JAX 0.10.2 drops the imaginary part (with a ComplexWarning) here
+  if dt == np.bool_ and scatter_op in (lax_gather.scatter_add, lax_gather.scatter_mul):
+    # JAX 0.10.2: scatter-add/mul have no bool form (min/max/set do)
+    name = "add" if scatter_op is lax_gather.scatter_add else "mul"
+    raise TypeError(f"{name} does not accept dtype bool at position 0. Accepted dtypes at "
+                    "position 0 are subtypes of integer, floating, complexfloating.")
   if type(y) in (bool, int, float) and dt.kind in "iu" and not (
       np.iinfo(dt).min <= y <= np.iinfo(dt).max):
     # A Python scalar outside an integer x's range (or NaN): JAX makes it an array of
@@ -577,7 +584,7 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
   ix = _index_to_gather(shape, specs)
   y = util.broadcast_to(y, ix.out_shape)
   if 0 in ix.out_shape:
-    return x  # nothing selected
+    return util.fresh_array(x)  # nothing selected
   if ix.new_axes:
     y = structural.squeeze(y, ix.new_axes)
   if type(getattr(x, "aval", None)).__name__ == "ShardedShapedArray":
@@ -587,7 +594,7 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
     # Whole axes only: an elementwise update of all of x.
     return _COMBINE[scatter_op](x, y)
   if ix.empty_axes:
-    return x  # every update is out of bounds
+    return util.fresh_array(x)  # every update is out of bounds
   sdnums = lax_gather._scatter_dnums_of(ix.dnums)
   return scatter_op(x, ix.indices, y, sdnums,
                     indices_are_sorted=indices_are_sorted or ix.sorted,

@@ -71,7 +71,9 @@ def reshape(a, newshape=None, order="C", *, shape=None):
 
 def ravel(a, order="C"):
   """`a` flattened to one dimension."""
-  return reshape(a, (-1,), order)
+  # (a new array even when `a` is already flat: jitted in JAX, so under vmap/jvp a
+  # NumPy input never comes back as itself)
+  return util.fresh_array(reshape(a, (-1,), order))
 
 
 def transpose(a, axes=None):
@@ -158,7 +160,7 @@ def expand_dims(a, axis):
 
 def atleast_1d(*arys):
   """Inputs as arrays with at least one dimension (a list for several inputs)."""
-  out = [util.reshape(x, (1,)) if util.ndim(x) == 0 else x
+  out = [util.reshape(x, (1,)) if util.ndim(x) == 0 else util.fresh_array(x)
          for x in (util.to_array(a) for a in arys)]
   return out[0] if len(out) == 1 else out
 
@@ -170,7 +172,7 @@ def atleast_2d(*arys):
     x = util.to_array(x)
     if util.ndim(x) < 2:
       x = util.reshape(x, (1,) * (2 - util.ndim(x)) + util.shape(x))
-    out.append(x)
+    out.append(util.fresh_array(x))
   return out[0] if len(out) == 1 else out
 
 
@@ -186,7 +188,7 @@ def atleast_3d(*arys):
       x = util.reshape(x, (1, s[0], 1))
     elif len(s) == 2:
       x = util.reshape(x, s + (1,))
-    out.append(x)
+    out.append(util.fresh_array(x))
   return out[0] if len(out) == 1 else out
 
 
@@ -337,6 +339,8 @@ def broadcast_shapes(*shapes):
 def flip(m, axis=None):
   """`m` with the order of elements reversed along `axis` (all axes by default)."""
   m = _arr(m, "flip")
+  if axis is not None and util.ndim(m) == 0:  # JAX 0.10.2: no axis 0 (or -1) in a 0-d array
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
   dims = util.canonicalize_axes(axis, util.ndim(m))
   if not dims:
     return util.fresh_array(m)
@@ -400,7 +404,7 @@ def roll(a, shift, axis=None):
     raise ValueError("'shift' and 'axis' must have the same length")
   for sh, ax in zip(shifts, axes):
     a = _roll_one(a, sh, util.canonicalize_axis(ax, util.ndim(a)))
-  return a
+  return util.fresh_array(a)  # a zero shift under vmap/jvp: not the NumPy input itself
 
 
 def _roll_one(a, shift, axis):

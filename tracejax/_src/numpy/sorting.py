@@ -73,7 +73,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
 def _sort(a, axis, stable, descending):
   a, axis = _flat_or_axis(a, axis, "sort")
   if util.shape(a)[axis] <= 1:
-    return a
+    return util.fresh_array(a)
   out = lax_sort.sort(a, dimension=axis, is_stable=stable)
   return structural.rev(out, (axis,)) if descending else out
 

@@ -113,7 +113,10 @@ def floor_divide(x1, x2, /):
     return _select(select, lax.sub(quotient, _weak_constant_like(quotient, 1)), quotient)
   if dtypes.is_complex(dt):
     raise TypeError("floor_divide does not support complex-valued inputs")
-  return _float_divmod(x1, x2)[0]
+  # Piecewise constant: a zero derivative that is symbolic, as in JAX, so reverse mode
+  # through a while_loop fed by x // y needs no loop transpose (issue 13, item 7).
+  from tracejax._src.lax.misc import stop_gradient
+  return stop_gradient(_float_divmod(x1, x2)[0])
 
 
 def _float_divmod(x1, x2):
@@ -690,8 +693,10 @@ def heaviside(x1, x2, /):
   """0 where x1 < 0, 1 where x1 > 0, x2 where x1 == 0."""
   x1, x2 = util.promote_args_inexact("heaviside", x1, x2)
   zero = _constant_like(x1, 0)
+  # a NaN x1 gives NaN (JAX and NumPy), not x2: it is neither < 0, > 0 nor == 0
   return _select(lax.lt(x1, zero), zero,
-                 _select(lax.gt(x1, zero), _constant_like(x1, 1), x2))
+                 _select(lax.gt(x1, zero), _constant_like(x1, 1),
+                         _select(lax.ne(x1, x1), x1, x2)))
 
 
 def fmax(x1, x2, /):

@@ -141,6 +141,13 @@ def convert(x, dtype, weak_type=False):
   if not isinstance(dtype, np.dtype):
     dtype = np.dtype(dtype)
   t = type(x)
+  if t is int and dtype.kind in "iu" and not (np.iinfo(dtype).min <= x <= np.iinfo(dtype).max) \
+      and np.iinfo(np.int64).min <= x <= np.iinfo(np.int64).max:
+    # A weak Python int meeting a narrower integer array (jnp.where(c, -1, u8),
+    # maximum(-1, u8)): JAX converts it as XLA does, wrapping (-1 -> 255), rather than
+    # raising; only an explicit jnp.asarray(-1, uint8) is an OverflowError.
+    x = np.asarray(x, np.int64).astype(dtype)[()]
+    return convert_element_type(np.asarray(x), dtype, True) if weak_type else x
   if t in _py_scalar_set:
     if weak_type:
       st = _weak_scalar_type_for(dtype)
@@ -161,7 +168,8 @@ _host_scalar_cache = {}
 
 def _host_scalar(x, dtype):
   """Python scalar `x` as a NumPy scalar of `dtype` (cached: the same constants recur)."""
-  key = (type(x), x, dtype)
+  # (the sign bit too: 0.0 == -0.0 and they hash alike, but x / 0. and x / -0. differ)
+  key = (type(x), x, dtype, type(x) is float and np.signbit(x))
   try:
     return _host_scalar_cache[key]
   except (KeyError, TypeError):

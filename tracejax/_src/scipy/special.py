@@ -364,7 +364,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   if where is not None:
     where = jnp.broadcast_to(jnp.asarray(where, bool), a.shape)
     a = jnp.where(where, a, -jnp.inf)
-  amax = jnp.max(a, axis=axes, keepdims=True)
+  # initial=-inf: an empty reduction gives log(0) = -inf, as JAX (not a max error)
+  amax = (jnp.max(a, axis=axes, keepdims=True) if jnp.iscomplexobj(a) else
+          jnp.max(a, axis=axes, keepdims=True, initial=-jnp.inf))
   amax = _stop(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
   e = jnp.exp(a - amax)
   if b is not None:

@@ -135,3 +135,50 @@ def test_jit_module_names_as_jax():
   assert hlo.startswith("HloModule jit__lambda,")
   exp = tracejax.export.export(tracejax.jit(lambda x: x))(S((), jnp.float32))
   assert _module_line(exp.mlir_module()).startswith("module @jit__lambda ")
+
+
+# ---- internals that libraries built on JAX (flax) import ----
+
+def test_library_internals_flax_needs():
+  import importlib
+  from tracejax._src import core as src_core, dtypes as src_dtypes, traceback_util
+  import tracejax.core as jcore
+  # `tracejax._src.core` is one module in JAX: its names resolve in the core package here.
+  assert src_core.ShapedArray is importlib.import_module("tracejax._src.core.avals").ShapedArray
+  assert src_core.Primitive is jcore.Primitive
+  with pytest.raises(AttributeError):
+    src_core.no_such_name
+  # version gates: the JAX API level tracejax implements
+  assert tracejax.__version_info__ == (0, 10, 2)
+  assert importlib.import_module("tracejax.version").__version_info__ == (0, 10, 2)
+  # extended dtypes: typed keys' dtype is an ExtendedDType; DType annotates dtypes
+  assert isinstance(tracejax.random.key(0).dtype, src_dtypes.ExtendedDType)
+  assert src_dtypes.DType is np.dtype
+  # jnp.ndarray is tracejax.Array (keys and tracers included)
+  assert jnp.ndarray is tracejax.Array
+  assert isinstance(tracejax.random.key(0), jnp.ndarray)
+  seen = []
+  tracejax.jit(lambda x: seen.append(isinstance(x, jnp.ndarray)) or x)(1.)
+  assert seen == [True]
+  # a library's own files can be filtered from tracebacks like tracejax's
+  import os, tempfile
+  d = tempfile.mkdtemp()
+  f = os.path.join(d, "lib.py")
+  assert not traceback_util.is_internal_file(f)
+  traceback_util.register_exclusion(d)
+  try:
+    assert traceback_util.is_internal_file(f)
+  finally:
+    traceback_util._excluded_paths.remove(os.path.abspath(d))
+    traceback_util._internal_cache.clear()
+
+
+def test_opaque_trace_state_names_the_trace():
+  import tracejax.core as jcore
+  outer = jcore.get_opaque_trace_state(convention="flax")
+  assert outer == jcore.get_opaque_trace_state()
+  inside = []
+  tracejax.jit(lambda x: inside.append(jcore.get_opaque_trace_state()) or x)(1.)
+  tracejax.grad(lambda x: inside.append(jcore.get_opaque_trace_state()) or x)(1.)
+  assert all(s != outer for s in inside)
+  assert inside[0] != inside[1]

@@ -101,7 +101,8 @@ def test_numpy_attribute_of_lazy_package_imports_only_numpy():
   """)
   top, deferred, same, x = out
   # `import tracejax` reads the configuration only: no NumPy, no jaxlib.
-  assert top == ["tracejax", "tracejax._src", "tracejax._src.config", "tracejax.config"]
+  assert top == ["tracejax", "tracejax._src", "tracejax._src.config", "tracejax.config",
+                 "tracejax.version"]
   assert deferred == []
   assert same
   assert x == [1.0, 2.0, 3.0]

@@ -21,8 +21,10 @@ skipped per file and in total, the run time, and with `--causes N` the N most
 common failure messages. The venv is reused by later runs (`--recreate` rebuilds
 it); pytest's log and JUnit XML stay in the venv directory.
 
-Not installed: flax (optax's `[test]` extra; two test files import it and count
-as collection errors under both backends alike).
+flax (optax's `[test]` extra: `_src/linear_algebra_test.py` and
+`transforms/_accumulation_test.py` import it) is installed with `--no-deps` too, with
+the dependencies its import needs (msgpack, PyYAML, rich, treescope; not orbax or
+tensorstore, which only flax's checkpointing imports).
 """
 import argparse
 import collections
@@ -45,7 +47,9 @@ JAX = ["jax==0.10.2", "jaxlib==0.10.2"]
 # test files import, and the test runner.
 DEPS = ["absl-py>=2.3.1", "typing_extensions>=4.15.0", "numpy>=1.24.1", "toolz>=1.0.0",
         "scipy>=1.7.1", "scikit-learn", "cloudpickle>=3.1.2", "dm-tree>=0.1.9",
-        "pytest", "pytest-xdist", "pytest-timeout"]
+        "pytest", "pytest-xdist", "pytest-timeout",
+        "msgpack", "PyYAML", "rich", "treescope"]   # for flax (below)
+FLAX = "flax==0.10.7"
 
 
 def _run(cmd):
@@ -80,7 +84,7 @@ def make_venv(venv, real_jax, recreate=False):
   _run([sys.executable, "-m", "venv", venv])
   pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
   _run(pip + (JAX if real_jax else ["-e", REPO]) + DEPS)
-  _run(pip + ["--no-deps", OPTAX, CHEX])
+  _run(pip + ["--no-deps", OPTAX, CHEX, FLAX])
   if not real_jax:  # the point of the exercise: nothing pulled the real `jax` in
     check = subprocess.run([python, "-c", "import importlib.util as u; "
                             "print(u.find_spec('jax') is None)"],

@@ -282,6 +282,14 @@ DELIBERATE = [
          and any(a["dtype"] in ("float32", "float64") and "nan" in str(C.decode_input(a))
                  or a["dtype"] != b["dtype"] for a, b in zip(j["leaves"], t["leaves"])))
         or _jexc(j, "TypeError", "sub does not accept dtype bool"))),
+    ("bool-scatter-add", lambda src, j, t: ".at[" in src and t["ok"] and (
+        _jexc(j, "TypeError", "add does not accept dtype bool at position 0")
+        or _jexc(j, "TypeError", "mul does not accept dtype bool at position 0"))),
+    ("jax-host-passthrough", lambda src, j, t: j["ok"] and t["ok"] and any(
+        a.get("weak") == "host" and b.get("weak") is False and a["b64"] == b["b64"]
+        for a, b in zip(j["leaves"], t["leaves"])) and all(
+        a.get("weak") == b.get("weak") or (a.get("weak") == "host" and b.get("weak") is False)
+        for a, b in zip(j["leaves"], t["leaves"]))),
     ("error-order", lambda src, j, t: _jexc(j, "NotImplementedError",
                                              "Differentiation rule for") and _texc(
         t, "TypeError", "does not accept dtype")),

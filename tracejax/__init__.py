@@ -13,7 +13,7 @@ API; `from tracejax import random` works either way.
 import importlib as _importlib
 import sys as _sys
 
-__version__ = "0.1.0"
+from tracejax.version import __version__, __version_info__  # (tracejax's; JAX API level)
 
 # ---- configuration: the only thing read at `import tracejax` ----
 from tracejax import config as config  # the module: `jax.config.update(...)` and

@@ -48,6 +48,7 @@ from tracejax._src.core.trace import (
     concrete_or_error as concrete_or_error,
     current_trace as current_trace,
     eval_trace as eval_trace,
+    get_opaque_trace_state as get_opaque_trace_state,
     is_concrete as is_concrete,
     set_current_trace as set_current_trace,
 )

@@ -58,6 +58,26 @@ class extended(np.generic):
   """
 
 
+DType = np.dtype  # the type of a dtype object (`jax._src.dtypes.DType`, annotations)
+
+
+class ExtendedDType:
+  """Base class of extended dtype objects (`jax._src.dtypes.ExtendedDType`).
+
+  A subclass instance is the `dtype` of arrays whose elements are not NumPy scalars
+  (typed PRNG keys: `prng.KeyTy`); it sets `type` (a subclass of `extended`) and
+  `name`. Libraries built on JAX (flax's fp8 metadata) subclass it.
+
+  >>> isinstance(np.dtype(np.float32), ExtendedDType)
+  False
+  """
+  type = extended
+  name = "extended"
+
+  def __repr__(self):
+    return self.name
+
+
 class prng_key(extended):
   """Scalar class of PRNG key dtypes (`jax.random.key(0).dtype`).
 

@@ -63,7 +63,7 @@ KEY_DATA_DTYPE = np.dtype(np.uint32)
 # The dtype
 # =============================================================================
 
-class KeyTy:
+class KeyTy(dtypes.ExtendedDType):
   """The dtype of typed key arrays: `key<fry>` (threefry2x32).
 
   An extended dtype: `jax.dtypes.issubdtype(k.dtype, jax.dtypes.prng_key)` holds, and

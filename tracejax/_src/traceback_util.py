@@ -53,6 +53,21 @@ class UnfilteredStackTrace(Exception):
 
 
 _internal_cache = {}
+_excluded_paths = []   # from register_exclusion: other libraries' internal files
+
+
+def register_exclusion(path):
+  """Counts the files under `path` as internal: their frames are filtered like
+  tracejax's own (libraries built on JAX, e.g. flax, register their source tree).
+
+  Args:
+    path: a file or directory.
+
+  Example:
+    >>> register_exclusion(os.path.dirname(__file__))  # doctest: +SKIP
+  """
+  _excluded_paths.append(os.path.abspath(path))
+  _internal_cache.clear()
 
 
 def is_internal_file(filename):
@@ -68,7 +83,9 @@ def is_internal_file(filename):
   hit = _internal_cache.get(filename)
   if hit is None:
     path = os.path.abspath(filename)
-    hit = path == _TRACEJAX_DIR or path.startswith(_TRACEJAX_DIR + os.sep)
+    hit = any(path == d or path.startswith(d + os.sep) or
+              (d.endswith(".py") and os.path.splitext(path)[0] == os.path.splitext(d)[0])
+              for d in (_TRACEJAX_DIR, *_excluded_paths))
     _internal_cache[filename] = hit
   return hit
 

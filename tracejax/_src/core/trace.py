@@ -8,6 +8,7 @@ constant: that is all "lifting" is. `EvalTrace` is the root: it runs `impl`.
 """
 import contextlib
 import threading
+import weakref
 
 import numpy as np
 
@@ -113,6 +114,39 @@ _ctx = _TraceContext()
 
 def current_trace():
   return _ctx.trace
+
+
+class OpaqueTraceState:
+  """A token of the trace that was current when it was made (`get_opaque_trace_state`):
+  two tokens are equal exactly when they name the same live trace. The trace is held
+  weakly, so a token never keeps a finished trace alive."""
+  __slots__ = ("_ref",)
+
+  def __init__(self, trace):
+    self._ref = weakref.ref(trace)
+
+  def __eq__(self, other):
+    return (isinstance(other, OpaqueTraceState) and self._ref() is not None
+            and self._ref() is other._ref())
+
+  def __hash__(self):
+    return id(self._ref())
+
+
+def get_opaque_trace_state(convention=None):
+  """A comparable token of the current trace (libraries such as flax compare the token
+  taken when state was created with the one current when it is used, to catch state
+  leaking across `jit`/`grad`/`vmap` boundaries).
+
+  Args:
+    convention: the caller's name (accepted as JAX does; it changes nothing here).
+
+  Example:
+    >>> get_opaque_trace_state() == get_opaque_trace_state()
+    True
+  """
+  del convention
+  return OpaqueTraceState(_ctx.trace)
 
 
 def _no_hook(tracing):

@@ -554,11 +554,6 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
   weak = util.is_weak(x)
   if type(y) is complex and dt.kind != "c":
     y = y.real  # JAX 0.10.2 drops the imaginary part (with a ComplexWarning) here
-  if dt == np.bool_ and scatter_op in (lax_gather.scatter_add, lax_gather.scatter_mul):
-    # JAX 0.10.2: scatter-add/mul have no bool form (min/max/set do)
-    name = "add" if scatter_op is lax_gather.scatter_add else "mul"
-    raise TypeError(f"{name} does not accept dtype bool at position 0. Accepted dtypes at "
-                    "position 0 are subtypes of integer, floating, complexfloating.")
   if type(y) in (bool, int, float) and dt.kind in "iu" and not (
       np.iinfo(dt).min <= y <= np.iinfo(dt).max):
     # A Python scalar outside an integer x's range (or NaN): JAX makes it an array of

@@ -62,7 +62,7 @@ def _reduce(name, a, axis, dtype, keepdims, lax_fn, *, bool_fn=None, promote_int
   if identity is None and initial is None and builtins.any(in_shape[d] == 0 for d in dims):
     raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
   fn = bool_fn if (bool_fn is not None and comp == np.bool_) else lax_fn
-  out = fn(a, dims) if dims else a
+  out = fn(a, dims) if dims else util.fresh_array(a)  # (0-d: never the NumPy input)
   if initial is not None:
     out = combine(out, util.convert(initial, comp, False))
   out = util.convert(out, dt, False) if util.dtype_of(out) != dt else out

@@ -6,13 +6,11 @@ equal to it, `np.dtype(jnp.float32)` is float32 (through the class attribute
 device array of that dtype rather than a NumPy scalar, so `jnp.float32(3)`
 computes on the device like every other jnp function.
 """
-import abc
 
 import ml_dtypes
 import numpy as np
 
-from tracejax._src.core.trace import Tracer
-from tracejax._src.runtime.array import Array
+from tracejax._src.runtime.array import Array, PublicArray
 
 
 class _ScalarMeta(type):
@@ -89,12 +87,9 @@ object_ = np.object_
 dtype = np.dtype
 
 
-class ndarray(abc.ABC):
-  """The array type for isinstance checks: device arrays and tracers are both ndarrays."""
-
-
-ndarray.register(Array)
-ndarray.register(Tracer)
+# The array type for isinstance checks (device arrays, tracers and typed key arrays):
+# as in JAX, `jnp.ndarray` is `jax.Array` itself.
+ndarray = PublicArray
 
 # The narrow types of ml_dtypes (XLA computes with all but float6, int1, uint1).
 float8_e4m3fn = _make_scalar_type(ml_dtypes.float8_e4m3fn)

@@ -249,5 +249,6 @@ class PublicArray(_abc.ABC):
 
 
 PublicArray.__name__ = PublicArray.__qualname__ = "Array"
+PublicArray.__module__ = "tracejax"  # prints as <class 'tracejax.Array'> (JAX: jax.Array)
 PublicArray.register(Array)
 PublicArray.register(_Tracer)

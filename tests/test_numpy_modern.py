@@ -139,8 +139,8 @@ def test_frexp_ldexp():
   _eq(jnp.ldexp(m, e)[:3], x[:3])
   _eq(vmap(jnp.ldexp)(mant, ex), expected)
   _eq(grad(lambda v: jnp.ldexp(v, 3))(np.float32(1.5)), 8.0)
-  with pytest.raises(TypeError, match="integer"):
-    jnp.ldexp(1.0, 2.5)
+  with pytest.raises(ValueError, match="ldexp not supported for input types"):
+    jnp.ldexp(1.0, 2.5)  # JAX 0.10.2: ValueError (NumPy's ufunc message)
 
 
 def test_frexp_float64(x64):

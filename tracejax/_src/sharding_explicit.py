@@ -956,7 +956,7 @@ def _typed_transpose(rule):
     for c, a in zip(outs, args):
       if c is not None and type(c) is not ad.Zero and ad.is_undefined_primal(a) and \
           type(a.aval) is ShardedShapedArray:
-        c = pxla.with_sharding_constraint(c, a.aval.concrete_sharding())
+        c = pxla.constrain(c, a.aval.concrete_sharding())
       res.append(c)
     return res
   transpose._typed = True
@@ -1076,7 +1076,7 @@ def reshard(xs, out_shardings):
       return sharding_mod.NamedSharding(s.mesh, P(*s.spec, *([None] * (n - len(s.spec)))))
     return s
   return tree_util.tree_unflatten(
-      tree, [pxla.with_sharding_constraint(x, full(s, x)) for x, s in zip(leaves, shs)])
+      tree, [pxla.constrain(x, full(s, x)) for x, s in zip(leaves, shs)])
 
 
 def with_out_sharding(fun, out_sharding, what):
@@ -1089,7 +1089,7 @@ def with_out_sharding(fun, out_sharding, what):
   with suspended():
     out = fun()
   from tracejax._src.interpreters import pxla
-  return pxla.with_sharding_constraint(out, s)
+  return pxla.constrain(out, s)
 
 
 # ---- auto_axes: some Explicit axes left to the partitioner inside a function ----
@@ -1246,4 +1246,4 @@ def type_updates(x_aval, y, slice_axes):
   if all(e is None for e in want) and not hasattr(y, "shape"):
     return y
   from tracejax._src.interpreters import pxla
-  return pxla.with_sharding_constraint(y, sharding_mod.NamedSharding(x_aval.mesh, P(*want)))
+  return pxla.constrain(y, sharding_mod.NamedSharding(x_aval.mesh, P(*want)))

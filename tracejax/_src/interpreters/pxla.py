@@ -1244,7 +1244,8 @@ sharding_constraint_p = Primitive("sharding_constraint")
 def with_sharding_constraint(x, shardings):
   """Ask that `x` (a pytree of arrays) be laid out by `shardings` at this point of a
   jitted program (XLA's partitioner then lays out what follows around it); outside
-  `jit` the values are moved to that layout.
+  `jit` the values are moved to that layout. Specs may name only Auto mesh axes: a
+  layout over Explicit axes is part of the type and changes with `jax.reshard`.
 
   Args:
     x: a pytree of arrays.
@@ -1253,6 +1254,24 @@ def with_sharding_constraint(x, shardings):
 
   >>> f = jit(lambda a: lax.with_sharding_constraint(a * 2, NamedSharding(mesh, P('x'))))  # doctest: +SKIP
   """
+  return constrain(x, shardings, check_auto=True)
+
+
+def _check_auto_axes(s):
+  mesh, spec = getattr(s, "mesh", None), getattr(s, "spec", None)
+  types = dict(zip(getattr(mesh, "axis_names", ()), getattr(mesh, "axis_types", ())))
+  for entry in spec or ():
+    for name in (entry if isinstance(entry, tuple) else (entry,)):
+      if name is not None and types.get(name) == sharding_mod.AxisType.Explicit:
+        raise ValueError(
+            "The spec of NamedSharding passed to with_sharding_constraint can only refer "
+            f"to Auto axes of the mesh. Got spec={spec} and mesh={mesh.abstract_mesh}. "
+            "You probably meant to use `reshard` API?")
+
+
+def constrain(x, shardings, check_auto=False):
+  """`with_sharding_constraint` for internal callers (`reshard`, typed layouts), which
+  may name Explicit axes."""
   leaves, tree = tree_util.tree_flatten(x)
   shs = _leaf_shardings(shardings, x, "with_sharding_constraint shardings")
   out = []
@@ -1261,6 +1280,8 @@ def with_sharding_constraint(x, shardings):
     if s is None:
       out.append(v)
       continue
+    if check_auto:
+      _check_auto_axes(s)
     shape = tuple(np.shape(v)) if not isinstance(v, Tracer) else tuple(v.shape)
     try:
       s.check_shape(shape)
@@ -1314,4 +1335,4 @@ def reshard(x, shardings):
 
   >>> y = reshard(x, NamedSharding(mesh, P('x')))   # doctest: +SKIP
   """
-  return with_sharding_constraint(x, shardings)
+  return constrain(x, shardings)

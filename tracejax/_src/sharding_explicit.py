@@ -1035,12 +1035,7 @@ def get_mesh():
 
 def _as_named(s, what):
   if isinstance(s, sharding_mod.PartitionSpec):
-    mesh = sharding_mod.current_mesh()
-    if mesh is None:
-      raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
-                       "allowed. Please pass a NamedSharding instance or enter into a mesh "
-                       f"context via `jax.set_mesh`. Got {s!r}")
-    return sharding_mod.NamedSharding(mesh, s)
+    return sharding_mod.named_from_spec(s)
   if isinstance(s, sharding_mod.Sharding):
     return s
   raise TypeError(f"{what} must be a NamedSharding or a PartitionSpec, got {s!r}")

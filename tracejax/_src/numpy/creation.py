@@ -249,12 +249,7 @@ def canonicalize_out_sharding(out_sharding, fun_name):
   if out_sharding is None or isinstance(out_sharding, AbstractNamedSharding):
     return None
   if isinstance(out_sharding, sharding_mod.PartitionSpec):
-    mesh = sharding_mod.current_mesh()
-    if mesh is None:
-      raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
-                       "allowed. Please pass a NamedSharding instance or enter into a mesh "
-                       f"context via `jax.set_mesh`. Got {out_sharding!r}")
-    return sharding_mod.NamedSharding(mesh, out_sharding)
+    return sharding_mod.named_from_spec(out_sharding)
   if isinstance(out_sharding, sharding_mod.NamedSharding):
     return out_sharding
   raise TypeError(f"`out_sharding` argument of {fun_name} only supports instances of "

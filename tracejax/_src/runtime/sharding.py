@@ -467,6 +467,16 @@ def current_mesh():
   return _mesh_stack.stack[-1] if _mesh_stack.stack else None
 
 
+def named_from_spec(spec):
+  """`NamedSharding(current mesh, spec)`, with JAX's error outside any mesh context."""
+  mesh = current_mesh()
+  if mesh is None:
+    raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
+                     "allowed. Please pass a NamedSharding instance or enter into a mesh "
+                     f"context via `jax.set_mesh`. Got {spec!r}")
+  return NamedSharding(mesh, spec)
+
+
 class Mesh:
   """An n-dimensional array of devices with a name per axis.
 

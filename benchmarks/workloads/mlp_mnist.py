@@ -16,7 +16,6 @@ with (the small `mlp` workload is closer to dispatch).
 No NumPy column.
 """
 import importlib
-import time
 
 import _harness as H
 
@@ -99,17 +98,10 @@ def measure(ctx, state):
   style = H.str_arg(ctx, "--style", "stax")
   key = "mlp_mnist" if style == "stax" else f"mlp_mnist_{style}"
   what = "stax MLP" if style == "stax" else f"{style} MLP"
-  block = ctx.block
-  c0 = time.process_time()
-  t0 = H.perf_counter()
-  for _ in range(n):
-    block(step(params, x, y))
-  t1 = H.perf_counter()
-  c1 = time.process_time()
+  wall, cpu = H.steady_with_cpu(ctx, step, (params, x, y), n)
   return [H.metric(f"{key}.steady", f"jit(value_and_grad) {what} 784-512-512-10 b128, steady",
-                   (t1 - t0) / n * 1e6, "us"),
-          H.metric(f"{key}.steady_cpu", "  the same, process CPU time per call",
-                   (c1 - c0) / n * 1e6, "us")]
+                   wall, "us"),
+          H.metric(f"{key}.steady_cpu", "  the same, process CPU time per call", cpu, "us")]
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ Parameters come from one NumPy seed, so every system computes the same thing.
 No NumPy column.
 """
 import importlib
-import time
 
 import _harness as H
 
@@ -81,17 +80,10 @@ def setup(ctx):
 def measure(ctx, state):
   step, params, x, y = state
   n = H.int_arg(ctx, "--calls", 10)
-  block = ctx.block
-  c0 = time.process_time()
-  t0 = H.perf_counter()
-  for _ in range(n):
-    block(step(params, x, y))
-  t1 = H.perf_counter()
-  c1 = time.process_time()
+  wall, cpu = H.steady_with_cpu(ctx, step, (params, x, y), n)
   return [H.metric("stax_convnet.steady", "jit stax convnet train step b32 28x28x1, steady",
-                   (t1 - t0) / n * 1e6, "us"),
-          H.metric("stax_convnet.steady_cpu", "  the same, process CPU time per step",
-                   (c1 - c0) / n * 1e6, "us")]
+                   wall, "us"),
+          H.metric("stax_convnet.steady_cpu", "  the same, process CPU time per step", cpu, "us")]
 
 
 if __name__ == "__main__":

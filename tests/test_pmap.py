@@ -24,10 +24,11 @@ close = lambda a, b, tol=1e-5: np.testing.assert_allclose(np.asarray(a), np.asar
 """
 
 
-def run_devices(body, n):
-  """Run `body` in a fresh interpreter with `n` CPU devices; fail with its output."""
+def run_devices(body, n, prelude=PRELUDE):
+  """Run `prelude` + `body` in a fresh interpreter with `n` CPU devices (the device count
+  is fixed when the backend starts); fail with its output; return its stdout."""
   env = dict(os.environ, TRACEJAX_NUM_CPU_DEVICES=str(n), PYTHONPATH=ROOT)
-  code = PRELUDE + textwrap.dedent(body) + "\nprint('BODY-OK')\n"
+  code = prelude + textwrap.dedent(body) + "\nprint('BODY-OK')\n"
   p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                      timeout=300, cwd=ROOT)
   out = p.stdout + p.stderr

@@ -7,12 +7,8 @@ The device count is fixed when the backend starts, so the checks run in subproce
 unsharded computation); types, shardings, error messages and the drawn tables with
 what JAX 0.10.2 gives for the same programs (recorded here as constants)."""
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.test_pmap import run_devices as _run_devices
 
 PRELUDE = """
 import numpy as np
@@ -40,14 +36,7 @@ def T(x):
 
 
 def run_devices(body, n, extra=""):
-  """Run `body` in a fresh interpreter with `n` CPU devices; fail with its output."""
-  env = dict(os.environ, TRACEJAX_NUM_CPU_DEVICES=str(n), PYTHONPATH=ROOT)
-  code = PRELUDE + extra + textwrap.dedent(body) + "\nprint('BODY-OK')\n"
-  p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                     timeout=300, cwd=ROOT)
-  out = p.stdout + p.stderr
-  assert p.returncode == 0 and "BODY-OK" in p.stdout, out[-4000:]
-  return p.stdout
+  return _run_devices(body, n, prelude=PRELUDE + extra)
 
 
 EXPLICIT_8 = """

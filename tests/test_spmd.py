@@ -4,12 +4,7 @@ with_sharding_constraint, shard_map with collectives over mesh axes, eager ops o
 sharded arrays, and the error cases. The device count is fixed when the backend starts,
 so the checks run in subprocesses (as tests/test_pmap.py), many per subprocess; every
 result is compared with the unsharded (NumPy or single-device) computation."""
-import os
-import subprocess
-import sys
-import textwrap
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.test_pmap import run_devices as _run_devices
 
 PRELUDE = """
 import numpy as np
@@ -33,14 +28,7 @@ def raises(exc, text, f):
 
 
 def run_devices(body, n):
-  """Run `body` in a fresh interpreter with `n` CPU devices; fail with its output."""
-  env = dict(os.environ, TRACEJAX_NUM_CPU_DEVICES=str(n), PYTHONPATH=ROOT)
-  code = PRELUDE + textwrap.dedent(body) + "\nprint('BODY-OK')\n"
-  p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                     timeout=300, cwd=ROOT)
-  out = p.stdout + p.stderr
-  assert p.returncode == 0 and "BODY-OK" in p.stdout, out[-4000:]
-  return p.stdout
+  return _run_devices(body, n, prelude=PRELUDE)
 
 
 SHARDINGS_2X2 = """

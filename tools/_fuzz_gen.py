@@ -24,7 +24,7 @@ import numpy as np
 from _fuzz_common import np_dtype
 
 FLOATS = ["float32", "float32", "float32", "float16", "bfloat16", "float64"]
-INTS = ["int32", "int32", "int8", "int16", "uint8", "uint32", "int64"]
+INTS = ["int32", "int32", "int8", "int16", "uint8", "uint32", "int64", "uint16", "uint64"]
 COMPLEX = ["complex64", "complex128"]
 SHAPES = [(), (), (3,), (4,), (1,), (0,), (2, 3), (3, 3), (2, 2), (2, 0), (1, 3),
           (2, 2, 2), (3, 1)]
@@ -153,6 +153,13 @@ UNARY = [
     "jnp.ravel", "jnp.transpose", "jnp.flip", "jnp.sort", "jnp.argsort", "jnp.cumsum",
     "jnp.cumprod", "jnp.ptp", "jnp.count_nonzero", "jnp.atleast_2d", "jnp.iscomplex",
     "jnp.isreal", "jnp.copy", "jnp.asarray", "jnp.array", "jnp.zeros_like", "jnp.ones_like",
+    # (second round, seeds 200+: more lax elementwise, nn activations, fft shifts)
+    "lax.abs", "lax.sign", "lax.floor", "lax.round", "lax.tan", "lax.asinh", "lax.acosh",
+    "lax.expm1", "lax.log1p", "lax.square", "lax.cbrt", "lax.bitwise_not", "lax.clz",
+    "lax.bessel_i0e", "lax.bessel_i1e", "lax.real", "lax.imag", "lax.conj", "lax.tanh",
+    "jax.nn.hard_sigmoid", "jax.nn.hard_swish", "jax.nn.mish", "jax.nn.squareplus",
+    "jax.nn.sparse_plus", "jax.nn.swish", "jnp.fft.ifftshift", "jnp.i0", "jnp.sinc",
+    "jax.scipy.special.erfc", "jax.scipy.special.i0e", "jax.scipy.special.entr",
 ]
 BINARY = [
     "jnp.add", "jnp.subtract", "jnp.multiply", "jnp.divide", "jnp.floor_divide",
@@ -165,6 +172,9 @@ BINARY = [
     "lax.add", "lax.mul", "lax.max", "lax.min", "lax.sub", "lax.div", "lax.rem", "lax.pow",
     "lax.atan2", "lax.nextafter", "lax.eq", "lax.lt",
     "jax.scipy.special.xlogy", "jax.scipy.special.xlog1py",
+    "lax.shift_left", "lax.shift_right_logical", "lax.shift_right_arithmetic", "lax.igamma",
+    "lax.complex", "lax.bitwise_and", "lax.ne", "lax.ge", "jnp.polyval", "jnp.isclose",
+    "jax.scipy.special.gammainc", "jax.scipy.special.zeta",
 ]
 OPERATORS = ["+", "-", "*", "/", "//", "%", "**", ">", "<=", "==", "!=", "&", "|", "^",
              "<<", ">>"]
@@ -175,7 +185,9 @@ REDUCTIONS = ["jnp.sum", "jnp.mean", "jnp.max", "jnp.min", "jnp.prod", "jnp.var"
 AXIS_OPS = ["jnp.cumsum", "jnp.cumprod", "jax.nn.softmax", "jax.nn.log_softmax", "jnp.sort",
             "jnp.argsort", "jnp.flip", "jnp.diff", "jnp.expand_dims", "lax.cummax",
             "lax.cumsum", "jnp.fft.fft", "jnp.fft.ifft", "jnp.fft.rfft", "jnp.fft.irfft",
-            "jnp.fft.fftshift", "jax.nn.standardize", "jnp.nancumsum", "jnp.cumulative_sum"]
+            "jnp.fft.fftshift", "jax.nn.standardize", "jnp.nancumsum", "jnp.cumulative_sum",
+            "lax.cumprod", "lax.cummin", "lax.cumlogsumexp", "jnp.fft.hfft", "jnp.fft.ihfft",
+            "jnp.fft.ifftshift", "jnp.nancumprod", "jnp.cumulative_prod"]
 PRESERVE = {  # dtype-preserving bodies for control flow
     "f": ["jnp.sin", "jnp.cos", "jnp.negative", "jnp.square", "jnp.tanh",
           "(lambda v: v * 2)", "jnp.abs", "jnp.exp"],
@@ -292,15 +304,15 @@ def gen_op(rng, P, x64):
       return {"t": f"jnp.diff({{0}}, n={int(rng.integers(1, 4))}, axis={ax})", "a": [a]}
     if fn == "jnp.expand_dims":
       return {"t": f"jnp.expand_dims({{0}}, {int(rng.integers(-nd - 1, nd + 1))})", "a": [a]}
-    if fn == "jnp.fft.fftshift":
+    if fn in ("jnp.fft.fftshift", "jnp.fft.ifftshift") and rng.random() < 0.5:
       return {"t": f"jnp.fft.fftshift({{0}})", "a": [a]}
-    if fn == "lax.cumsum" or fn == "lax.cummax":
+    if fn.startswith("lax.cum"):
       return {"t": f"{fn}({{0}}, axis={ax % max(nd, 1)}, reverse={bool(rng.integers(2))})",
               "a": [a]}
     if fn.startswith("jnp.fft") and rng.random() < 0.3:
       return {"t": f"{fn}({{0}}, n={int(rng.integers(1, 5))}, axis={ax})", "a": [a]}
-    if fn == "jnp.cumulative_sum":
-      return {"t": f"jnp.cumulative_sum({{0}}, axis={ax}, "
+    if fn in ("jnp.cumulative_sum", "jnp.cumulative_prod"):
+      return {"t": f"{fn}({{0}}, axis={ax}, "
                    f"include_initial={bool(rng.integers(2))})", "a": [a]}
     return {"t": f"{fn}({{0}}, axis={ax})", "a": [a]}
   if r < 0.63:
@@ -313,6 +325,8 @@ def gen_op(rng, P, x64):
     return _linalg_op(rng, P)
   if r < 0.91:
     return _random_op(rng, P)
+  if r < 0.95:
+    return _lax_op(rng, P)
   return _misc_op(rng, P, x64)
 
 
@@ -477,7 +491,94 @@ def _random_op(rng, P):
        "jax.random.gumbel(%s, %s)" % (key, shp),
        "({0} * jax.random.normal(%s, %s, jnp.float16))" % (key, shp),
        "jax.random.choice(%s, {0}, (2,))" % key][k]
+  if rng.random() < 0.4:  # (second round: the other distributions, parameters from {0})
+    pos = "(jnp.abs(jnp.real({0})) + 0.5)"
+    t = str(rng.choice([
+        "jax.random.exponential(%s, %s)" % (key, shp), "jax.random.laplace(%s, %s)" % (key, shp),
+        "jax.random.logistic(%s, %s)" % (key, shp), "jax.random.cauchy(%s, %s)" % (key, shp),
+        "jax.random.rademacher(%s, %s)" % (key, shp), "jax.random.bits(%s, %s)" % (key, shp),
+        "jax.random.truncated_normal(%s, -1.0, {0})" % key,
+        "jax.random.gamma(%s, %s)" % (key, pos), "jax.random.beta(%s, %s, 2.0)" % (key, pos),
+        "jax.random.poisson(%s, %s)" % (key, pos), "jax.random.t(%s, %s)" % (key, pos),
+        "jax.random.dirichlet(%s, %s)" % (key, pos),
+        "jax.random.permutation(%s, {0}, axis=-1)" % key,
+        "jax.random.choice(%s, 4, (3,), replace=False)" % key,
+        "jax.random.choice(%s, {0}, (2,), p=jax.nn.softmax(jnp.arange(jnp.shape({0})[0])))" % key,
+        "jax.random.normal(%s, %s, jnp.float64)" % (key, shp),
+        "jax.random.uniform(%s, %s, jnp.bfloat16)" % (key, shp),
+    ]))
   return {"t": t, "a": [a]}
+
+
+def _lax_op(rng, P):
+  """Structured lax ops (second round): slicing, padding, dot_general, reductions,
+  windows, convolutions, sorting, broadcasting."""
+  a = P.pick(lambda s, d: _arr(s, d)) or P.pick()
+  s = tuple(P.shape(a))
+  nd = len(s)
+  k = int(rng.integers(16))
+  if k == 0:
+    return {"t": f"lax.pad({{0}}, jnp.zeros((), jnp.asarray({{0}}).dtype), "
+                 f"{[(int(rng.integers(-1, 2)), int(rng.integers(0, 2)), int(rng.integers(0, 2)))] * nd})",
+            "a": [a]}
+  if k == 1 and nd >= 1:
+    start = [int(rng.integers(0, max(n, 1))) for n in s]
+    return {"t": f"lax.slice({{0}}, {tuple(start)}, {tuple(s)})", "a": [a]}
+  if k == 2 and nd >= 1:
+    upd = P.pick(lambda s2, d: len(s2) == nd and all(x <= y for x, y in zip(s2, s)))
+    if upd is not None and rng.random() < 0.7:
+      idx = [int(rng.integers(-1, 3)) for _ in s]
+      return {"t": f"lax.dynamic_update_slice({{0}}, {{1}}.astype(jnp.asarray({{0}}).dtype), "
+                   f"{tuple(idx)})", "a": [a, upd]}
+    return {"t": f"lax.dynamic_index_in_dim({{0}}, {int(rng.integers(-2, 4))}, keepdims="
+                 f"{bool(rng.integers(2))})", "a": [a]}
+  if k == 3 and nd >= 1:
+    b = P.pick(lambda s2, d: len(s2) >= 1 and s2[-1] == s[-1] and _arr(s2, d))
+    return {"t": f"lax.dot_general({{0}}, {{1}}, ((({nd - 1},), ({len(P.shape(b)) - 1},)), "
+                 f"((), ())))", "a": [a, b]}
+  if k == 4:
+    fn = rng.choice(["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
+                     "reduce_or", "reduce_xor"])
+    axes = tuple(sorted(set(int(rng.integers(0, nd)) for _ in range(nd)))) if nd else ()
+    return {"t": f"lax.{fn}({{0}}, {axes})", "a": [a]}
+  if k == 5 and nd >= 1:
+    fn = rng.choice(["argmax", "argmin"])
+    return {"t": f"lax.{fn}({{0}}, {int(rng.integers(0, nd))}, jnp.int32)", "a": [a]}
+  if k == 6 and nd >= 1:
+    if rng.random() < 0.5:
+      return {"t": f"lax.sort({{0}}, dimension={int(rng.integers(-nd, nd))})", "a": [a]}
+    return {"t": "lax.sort_key_val({0}, jnp.arange(jnp.size({0})).reshape(jnp.shape({0})))[1]",
+            "a": [a]}
+  if k == 7:
+    return {"t": f"lax.broadcast_in_dim({{0}}, (2,) + {s}, {tuple(range(1, nd + 1))})",
+            "a": [a]}
+  if k == 8 and nd >= 1:
+    b = P.pick(lambda s2, d: tuple(s2[1:]) == s[1:] and len(s2) == nd)
+    return {"t": "lax.concatenate([{0}, {1}.astype(jnp.asarray({0}).dtype)], 0)", "a": [a, b]}
+  if k == 9:
+    return {"t": f"lax.reshape({{0}}, {(int(np.prod(s)),)})", "a": [a]}
+  if k == 10:
+    return {"t": f"lax.expand_dims({{0}}, ({int(rng.integers(0, nd + 1))},))", "a": [a]}
+  if k == 11:
+    return {"t": "lax.select_n(jnp.asarray({0}) > 0, {0}, jnp.zeros_like({0}))", "a": [a]}
+  if k == 12 and nd >= 1:
+    fn = str(rng.choice(["lax.add", "lax.max", "lax.min"]))
+    init = {"lax.add": "0", "lax.max": "-jnp.inf", "lax.min": "jnp.inf"}[fn]
+    w = tuple(int(rng.integers(1, 3)) for _ in s)
+    pad = str(rng.choice(["VALID", "SAME"]))
+    return {"t": f"lax.reduce_window({{0}}, jnp.asarray({init}, jnp.asarray({{0}}).dtype), "
+                 f"{fn}, {w}, {(1,) * nd}, '{pad}')", "a": [a]}
+  if k == 13 and nd == 2:
+    return {"t": f"lax.conv_general_dilated({{0}}[None], jnp.ones((2,) + {s[:1]} + (2,), "
+                 f"jnp.asarray({{0}}).dtype), (1,), '{rng.choice(['SAME', 'VALID'])}')",
+            "a": [a]}
+  if k == 14:
+    return {"t": f"lax.reduce_precision({{0}}, {int(rng.integers(2, 9))}, "
+                 f"{int(rng.integers(1, 11))})", "a": [a]}
+  if nd >= 2:
+    return {"t": f"lax.transpose({{0}}, {tuple(int(p) for p in rng.permutation(nd))})",
+            "a": [a]}
+  return {"t": "lax.squeeze(jnp.asarray({0})[None], (0,))", "a": [a]}
 
 
 def _misc_op(rng, P, x64):

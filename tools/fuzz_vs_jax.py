@@ -279,8 +279,9 @@ DELIBERATE = [
     ("log-softmax-int", lambda src, j, t: "softmax" in src and t["ok"] and (
         (j["ok"] and any(a["dtype"] != b["dtype"] or a["b64"] != b["b64"]
                          for a, b in zip(j["leaves"], t["leaves"]))
-         and any(a["dtype"] in ("float32", "float64") and "nan" in str(C.decode_input(a))
-                 or a["dtype"] != b["dtype"] for a, b in zip(j["leaves"], t["leaves"])))
+         and any(a["dtype"] != b["dtype"] or G.dclass(a["dtype"]) in "fc" and not np.isfinite(
+                 C.decode_input(a).astype(np.complex128)).all()  # (later ops: fft, sums)
+                 for a, b in zip(j["leaves"], t["leaves"])))
         or _jexc(j, "TypeError", "sub does not accept dtype bool"))),
     ("bool-scatter-add", lambda src, j, t: ".at[" in src and t["ok"] and (
         _jexc(j, "TypeError", "add does not accept dtype bool at position 0")

@@ -337,6 +337,12 @@ def device_put(x, device=None):
 
   def put(leaf):
     if isinstance(leaf, Tracer):
+      if isinstance(target, sharding_mod.NamedSharding) and \
+          sharding_mod.AxisType.Explicit in tuple(target.mesh.axis_types):
+        # Under `jit`, as in JAX: over a mesh with Explicit axes the value is laid out
+        # and typed by the sharding (over Auto axes JAX leaves it to the partitioner).
+        from tracejax._src.interpreters import pxla
+        return pxla.constrain(leaf, target)
       return leaf
     aval = avals_mod.get_aval(api_util.check_array_dtype(leaf))
     if not isinstance(aval.dtype, np.dtype):  # key arrays (prng.py) move their data
@@ -659,7 +665,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     g_leaves, g_tree = tree_util.tree_flatten(g)
     p_leaves = tree_util.tree_leaves(dyn[0] if isinstance(argnums, int) else dyn)
     if len(g_leaves) == len(p_leaves):
-      g = tree_util.tree_unflatten(g_tree, [_weak_as_primal(_grad_as_array(a, p), p)
+      g = tree_util.tree_unflatten(g_tree, [_grad_as_array(a, p)
                                             for a, p in zip(g_leaves, p_leaves)])
     return ((ans, aux), g) if has_aux else (ans, g)
 
@@ -672,6 +678,11 @@ def _ones_like(x):
     from tracejax._src import sharding_explicit
     sharding_explicit.check_seed_placement(x)
   aval = _abstractify(x)
+  if aval.weak_type:
+    # JAX seeds with ones of the output's type, weak type included: the gradient is
+    # then weak exactly where the cotangent's path keeps it weak.
+    from tracejax._src.runtime.array import from_numpy
+    return from_numpy(np.ones(aval.shape, aval.dtype), weak_type=True)
   return np.ones(aval.shape, aval.dtype)
 
 
@@ -679,16 +690,17 @@ def _float0_for_ints(x):
   return x
 
 
-def _weak_as_primal(g, primal):
-  """The gradient of a weakly typed primal (a Python float) is weak too, as in JAX:
-  there the weak-to-strong promotions on the way transpose back to weak types."""
-  if not isinstance(g, (Array, Tracer)):
-    return g
-  ga, pa = _abstractify(g), _abstractify(primal).at_least_vspace()
-  if pa.weak_type and not ga.weak_type and ga.dtype == pa.dtype:
+def _weak_like(piece, example):
+  """`piece` with `example`'s weak type when their dtypes agree: JAX casts each block of
+  a Jacobian (jacfwd: to its output's type, jacrev: to its input's) and each standard
+  basis piece this way."""
+  if not isinstance(piece, (Array, Tracer)):
+    return piece
+  pa, ea = _abstractify(piece), _abstractify(example)
+  if pa.dtype == ea.dtype and pa.weak_type != ea.weak_type:
     from tracejax._src.lax import elementwise
-    return elementwise._convert_element_type(g, pa.dtype, weak_type=True)
-  return g
+    return elementwise._convert_element_type(piece, pa.dtype, weak_type=ea.weak_type)
+  return piece
 
 
 def _grad_as_array(g, primal):
@@ -794,7 +806,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
       parts, start = [], 0
       for shp, n in zip(in_shapes, sizes):
         piece = _slice_last(jl, start, start + n)
-        parts.append(structural.reshape(piece, tuple(yshape) + tuple(shp)))
+        piece = structural.reshape(piece, tuple(yshape) + tuple(shp))
+        parts.append(_weak_like(piece, yl))  # JAX: weak exactly when the output is
         start += n
       per = tree_util.tree_unflatten(tree, parts)
       return per[0] if isinstance(argnums, int) else per
@@ -834,6 +847,9 @@ def _std_basis(leaves):
   for x, n in zip(leaves, sizes):
     a = _abstractify(x)
     piece = eye[:, start:start + n].reshape((total,) + a.shape).astype(a.dtype)
+    if a.weak_type:  # JAX casts each basis piece to its leaf's dtype and weak type
+      from tracejax._src.runtime.array import from_numpy
+      piece = from_numpy(piece, weak_type=True)
     basis.append(piece)
     start += n
   _ = structural
@@ -884,12 +900,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         from tracejax._src.lax import slicing
         piece = slicing.slice_in_dim(ct, start, start + n, axis=0)
         piece = structural.reshape(piece, tuple(shp) + tuple(x_shape))
-        if x_aval.weak_type and not _abstractify(piece).weak_type and \
-            _abstractify(piece).dtype == x_aval.dtype:
-          # JAX 0.10.2: jacrev's result is weakly typed exactly when its input is.
-          from tracejax._src.lax import elementwise as lax_ew
-          piece = lax_ew._convert_element_type(piece, x_aval.dtype, weak_type=True)
-        parts.append(piece)
+        # JAX 0.10.2: jacrev's result is weakly typed exactly when its input is.
+        parts.append(_weak_like(piece, x))
         start += n
       return tree_util.tree_unflatten(y_tree, parts)
 

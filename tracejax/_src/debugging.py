@@ -504,9 +504,11 @@ def visualize_array_sharding(arr, **kwargs):
 
 def inspect_array_sharding(value, *, callback):
   """Call `callback(sharding)` for each array in the pytree `value`, with the sharding it
-  has: eagerly, the Array's; under `jit`, the sharding of its type on a mesh with Explicit
-  axes, else the layout the program gives it (a program on one device: replicated
-  there), reported when the program is lowered.
+  has: eagerly, the Array's; under `jit`, the layout the program gives it: replicated
+  when the program runs on one device (reported when it is lowered), else the one XLA's
+  partitioner chose (reported while the program compiles, as a NamedSharding over the
+  program's mesh with its axes Auto, or a GSPMDSharding when there is no mesh). A
+  program compiled once reports nothing on later calls.
 
   Args:
     value: a pytree of arrays or tracers.
@@ -533,32 +535,73 @@ def _inspect_leaf(leaf, callback):
       raise TypeError(f"inspect_array_sharding needs arrays, got {type(leaf).__name__}")
     callback(s)
     return
-  typer = sharding_mod.aval_typer
-  aval = leaf.aval
-  if typer is not None:
-    from tracejax._src import sharding_explicit
-    s = sharding_explicit.out_sharding_of(aval)
-    if s is not None:
-      callback(s)
-      return
+  # Under `jit` (Explicit mesh axes too, as in JAX) the callback gets the layout the
+  # program gives the value, known when it is lowered (one device) or compiled.
   _inspect_p().bind(leaf, callback=callback)
 
 
 def _inspect_lowering(ctx, x, *, callback):
+  from tracejax._src.interpreters import lowering, pxla
+  from tracejax._src.runtime import backend, sharding as sharding_mod
+  n = pxla.lowering_partitions()
+  mesh, devices = _lowering_layout(n)
+  if mesh is not None and any(t != sharding_mod.AxisType.Auto for t in mesh.axis_types):
+    # As JAX: the layout is XLA's choice, described over the mesh's devices and names
+    # with Auto axes (what the partitioner sees).
+    mesh = sharding_mod.Mesh(mesh.devices, mesh.axis_names)
+
+  def report(hlo):
+    if mesh is None:
+      callback(sharding_mod.GSPMDSharding(devices, hlo))
+    elif hlo.is_manual():
+      callback(sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec()))
+    else:
+      callback(sharding_mod.named_from_hlo(mesh, hlo, len(ctx.avals_in[0].shape)))
+
+  if n <= 1:
+    # One device runs the whole program: the value is all there, now.
+    report(sharding_mod.xc.HloSharding.replicate())
+    return []
+  # XLA's partitioner chooses the layout after lowering: jaxlib's `InspectSharding`
+  # custom-call partitioner calls `report` with it while the program compiles.
+  key = sharding_mod.encode_inspect_callback(report)
+  _keepalive.append(report)   # the partitioner holds only a raw pointer to it
+  lowering.hlo.CustomCallOp(
+      [x.type], [x], call_target_name=lowering.ir.StringAttr.get("InspectSharding"),
+      has_side_effect=lowering.ir.BoolAttr.get(True),
+      api_version=lowering.ir.IntegerAttr.get(lowering.ir.IntegerType.get_signless(32), 1),
+      called_computations=lowering.ir.ArrayAttr.get([]),
+      backend_config=lowering.ir.StringAttr.get(key))
+  return []
+
+
+_keepalive = []
+
+
+def _lowering_layout(n):
+  """(mesh or None, devices) of the SPMD program of `n` partitions being lowered: the
+  mesh its shardings refer to, and the devices partition i runs on."""
+  import sys
   from tracejax._src.interpreters import pxla
   from tracejax._src.runtime import backend, sharding as sharding_mod
-  if pxla.lowering_partitions() > 1:
-    # XLA's partitioner picks this value's layout after lowering, and tracejax does not
-    # read the propagated layouts back (unfinished); on Explicit mesh axes the type
-    # says it (handled before binding).
-    raise NotImplementedError(
-        "inspect_array_sharding of a value whose layout XLA's partitioner chooses (mesh "
-        "axes that are not Explicit) is not supported by tracejax; make the mesh's axes "
-        "Explicit (jax.make_mesh's default) so that the sharding is part of the type")
-  # One device runs the whole program: the value is all there.
-  callback(sharding_mod.GSPMDSharding((backend.default_device(),),
-                                      sharding_mod.xc.HloSharding.replicate()))
-  return []
+  state = pxla._spmd_state
+  mesh, devices = getattr(state, "mesh", None), getattr(state, "devices", None)
+  if mesh is None:
+    # pxla.lower_spmd has the mesh as an argument; it does not publish it in its state.
+    f = sys._getframe(1)
+    while f is not None:
+      if f.f_code is pxla.lower_spmd.__code__:
+        mesh = f.f_locals.get("mesh")
+        devices = devices or f.f_locals.get("devices")
+        break
+      f = f.f_back
+  if devices is None:
+    cur = sharding_mod.current_mesh()
+    if cur is not None and cur.size == max(n, 1):
+      mesh, devices = cur, cur._flat_devices
+    else:
+      devices = tuple(backend.devices()[:max(n, 1)]) if n > 1 else (backend.default_device(),)
+  return mesh, tuple(devices)
 
 
 _inspect_prim = []
@@ -569,12 +612,18 @@ def _inspect_p():
   module does not import at load). An effect, so that `jit` keeps it."""
   if not _inspect_prim:
     from tracejax._src.core.trace import Primitive
-    from tracejax._src.interpreters import lowering, staging
+    from tracejax._src.interpreters import ad, batching, lowering, staging
     p = Primitive("inspect_sharding")
     p.multiple_results = True
     p.def_impl(lambda x, *, callback: (callback(x.sharding), [])[1])
     p.def_abstract_eval(lambda aval, *, callback: [])
     lowering.register_lowering(p, _inspect_lowering)
+    # Under `grad`/`jvp` the primal is inspected; under `vmap` the whole batched value
+    # (its batch axis included), as in JAX.
+    ad.primitive_jvps[p] = lambda primals, tangents, *, callback: (
+        p.bind(*primals, callback=callback), [])
+    batching.primitive_batchers[p] = lambda args, dims, *, callback: (
+        p.bind(*args, callback=callback), [])
     staging.effectful_primitives.add(p)
     _inspect_prim.append(p)
   return _inspect_prim[0]

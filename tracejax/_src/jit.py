@@ -81,9 +81,13 @@ def _xla_call_impl(*args, call_jaxpr, name, device=None, backend=None, donated_i
     pairs = [_device_value(x, a) for x, a, k in zip(args, avals, keep_in) if k]
     args, avals = tuple(x for x, _ in pairs), tuple(a for _, a in pairs)
   placed = sharding.placement(args, name) if sharding.needs_placement(args) else None
-  if placed is not None and sharding.spmd_arrays(args):
+  mesh = per_jaxpr.get("mesh", False)
+  if mesh is False:   # pmaps/shard_maps inside run over their mesh's devices (pxla.py)
+    pxla = sys.modules.get(_PXLA)
+    mesh = per_jaxpr["mesh"] = pxla.staged_mesh(jaxpr) if pxla is not None else None
+  if (placed is not None and sharding.spmd_arrays(args)) or mesh is not None:
     # Arguments laid out over several devices: one SPMD program over them (pxla.py).
-    outs = _pxla().apply_spmd_jaxpr(jaxpr, args, avals, name)
+    outs = _pxla().apply_spmd_jaxpr(jaxpr, args, avals, name, mesh)
     if config.jax_debug_nans or config.jax_debug_infs:
       _check_nans_op_by_op(call_jaxpr, [], all_args, _with_host_float0(outs, f0_outs), name)
     return _with_host_float0(outs, f0_outs)
@@ -408,7 +412,7 @@ class Jitted:
       return e  # closes over an outer trace's values: goes through xla_call
     pxla = sys.modules.get(_PXLA)
     mesh = pxla.staged_mesh(jaxpr) if placed is None and pxla is not None else None
-    if mesh is not None:  # shard_map/sharding constraints over a mesh: an SPMD program
+    if mesh is not None:  # shard_map/sharding constraints/pmaps over a mesh: an SPMD program
       e = self._cache[key] = pxla.StagedSpmd(jaxpr, consts, out_tree, mesh)
       return e
     donated = self._donated(dyn, dkw)

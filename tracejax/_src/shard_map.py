@@ -37,7 +37,7 @@ from tracejax._src import tree_util, util
 from tracejax._src.core import ir
 from tracejax._src.core.avals import get_aval, raise_to_shaped
 from tracejax._src.core.trace import Primitive, Tracer
-from tracejax._src.interpreters import ad, batching, lowering, pxla, staging
+from tracejax._src.interpreters import ad, batching, lowering, pmap_spmd, pxla, staging
 from tracejax._src.lax import parallel
 from tracejax._src.runtime import sharding as sharding_mod
 from tracejax._src.runtime.array import Array
@@ -125,27 +125,10 @@ shard_map_p.def_impl(_impl)
 # ---- lowering ----
 
 def _manual_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_rep):
-  import dataclasses
-  manual = str(sharding_mod.xc.HloSharding.manual())
-  blocks = []
-  for x, a, s in zip(args, ctx.avals_in, in_specs):
-    full_s = str(_named(mesh, s)._to_xla_hlo_sharding(len(a.shape)))
-    y = pxla._sharding_custom_call(x, lowering.aval_to_ir_type(a), full_s)
-    blocks.append(pxla._sharding_custom_call(
-        y, lowering.aval_to_ir_type(_block_aval(a, mesh, s)), manual,
-        "SPMDFullToShardShape"))
-  mctx = dataclasses.replace(ctx.module_context,
-                             axis_env=tuple(zip(mesh.axis_names, mesh.axis_sizes)))
-  mctx.spmd_manual = True   # collectives become cross-partition ops (lax/parallel.py)
-  with pxla._spmd_lowering(0):   # no full-shape constraints inside the manual body
-    outs = lowering.jaxpr_subcomp(mctx, jaxpr, [], blocks)
-  res = []
-  for o, v, a, s in zip(outs, jaxpr.outvars, ctx.avals_out, out_specs):
-    y = pxla._sharding_custom_call(o, lowering.aval_to_ir_type(v.aval), manual)
-    full_s = str(_named(mesh, s)._to_xla_hlo_sharding(len(a.shape)))
-    res.append(pxla._sharding_custom_call(y, lowering.aval_to_ir_type(a), full_s,
-                                          "SPMDShardToFullShape"))
-  return res
+  # The manual computation shared with a pmap inside jit (interpreters/pmap_spmd.py).
+  return pmap_spmd.manual_computation(
+      ctx, args, jaxpr, [], tuple(zip(mesh.axis_names, mesh.axis_sizes)),
+      [_named(mesh, s) for s in in_specs], [_named(mesh, s) for s in out_specs])
 
 
 def _emulated(args, jaxpr, mesh, in_specs, out_specs):

@@ -67,12 +67,13 @@ class TypeMesh(avals_mod.AbstractMesh):
   Args:
     mesh: the concrete `Mesh` it abstracts.
   """
-  __slots__ = ("platform",)
+  __slots__ = ("platform", "concrete")
 
   def __init__(self, mesh):
     super().__init__(mesh.axis_sizes, mesh.axis_names, mesh.axis_types)
     flat = mesh._flat_devices
     self.platform = flat[0].platform if flat else "cpu"
+    self.concrete = mesh   # what a type's sharding lays values out on (`concrete_of`)
 
   def _names_of(self, t):
     return tuple(n for n, k in zip(self.axis_names, self.axis_types) if k == t)
@@ -111,6 +112,40 @@ def type_mesh(mesh):
   if m is None:
     m = _type_meshes[mesh] = TypeMesh(mesh)
   return m
+
+
+def concrete_of(sharding):
+  """The NamedSharding over a concrete mesh that `sharding` stands for: a type's
+  sharding (`jax.typeof(x).sharding`, over the abstract mesh of a concrete one) becomes
+  the NamedSharding over that mesh; the empty mesh's (one device) None; any other
+  sharding is returned as is."""
+  if isinstance(sharding, avals_mod.AbstractNamedSharding):
+    mesh = getattr(sharding.mesh, "concrete", None)
+    if mesh is None:
+      return None
+    return sharding_mod.NamedSharding(mesh, P(*sharding.spec))
+  return sharding
+
+
+def check_out_sharding_axes(sharding, fun_name):
+  """The ValueError JAX 0.10.2 raises when an `out_sharding=` names mesh axes that are
+  not Explicit (an Auto axis is XLA's to choose; `with_sharding_constraint` or
+  `reshard` lay values out over those).
+
+  Args:
+    sharding: a NamedSharding.
+    fun_name: the function's name, for the message (e.g. "jnp.zeros").
+  """
+  mesh = getattr(sharding, "mesh", None)
+  types = dict(zip(getattr(mesh, "axis_names", ()), getattr(mesh, "axis_types", ())))
+  for entry in getattr(sharding, "spec", ()) or ():
+    for name in _entries(entry):
+      t = types.get(name)
+      if t is not None and t != AxisType.Explicit:
+        raise ValueError(
+            f"PartitionSpec passed to {fun_name} cannot contain axis names that are of "
+            f"type Auto or Manual. Got PartitionSpec: {sharding.spec!r} with axis name: "
+            f"{name} of type: AxisType.{t.name}.")
 
 
 # ---- typed avals ----
@@ -231,10 +266,24 @@ def retype(aval, sharding):
 
 
 def out_sharding_of(aval):
-  """The NamedSharding a result of type `aval` must have (None: untyped, XLA chooses)."""
-  if type(aval) is ShardedShapedArray:
+  """The NamedSharding a result of type `aval` must have (None: untyped, or a mesh with
+  no Explicit axis: XLA chooses)."""
+  if type(aval) is ShardedShapedArray and explicit_names(aval.mesh):
     return aval.concrete_sharding()
   return None
+
+
+def mesh_typed(aval, sharding):
+  """What `jax.typeof` gives for an Array of plain type `aval` laid out by `sharding`
+  over a mesh of Auto axes (a NamedSharding, or a pmap's result viewed as one): the
+  type names that mesh and splits no axis (`P(None, ...)`), as in JAX; else `aval`."""
+  if type(sharding) is sharding_mod.PmapSharding:
+    from tracejax._src.interpreters import pxla
+    sharding = pxla.spmd_view(sharding)
+  if not isinstance(sharding, sharding_mod.NamedSharding) or not sharding.mesh.axis_names:
+    return aval
+  return ShardedShapedArray(aval.shape, aval.dtype, aval.weak_type, sharding.mesh,
+                            (None,) * len(aval.shape))
 
 
 # ---- the rules ----
@@ -341,8 +390,34 @@ def _squeeze(prim, avals, specs, params):
 
 
 def _concatenate(prim, avals, specs, params):
-  nd = len(avals[0].shape)
-  return [_merge(prim.name, [s or (None,) * nd for s in specs], nd)]
+  """JAX's rule: the operands that have a mesh (typed ones; untyped ones too inside
+  `jax.set_mesh` of that mesh, as replicated values) must all have one sharding."""
+  mesh = next(a.mesh for a in avals if type(a) is ShardedShapedArray)
+  got = [_in_context(a, mesh) for a in avals]
+  typed = [g for g in got if g is not None]
+  if any(g != typed[0] for g in typed):
+    shown = ", ".join(repr(_context_sharding(a, g)) for a, g in zip(avals, got))
+    raise ShardingTypeError(f"All operands should have the same sharding. Got shardings "
+                            f"{shown}")
+  return [typed[0][1]]
+
+
+def _in_context(aval, mesh):
+  """(mesh, spec) of `aval` as JAX sees it: a typed aval's own; an untyped one is a
+  replicated value of the current mesh when `jax.set_mesh` set `mesh` (JAX types
+  every value made inside it), else it has no mesh (None)."""
+  if type(aval) is ShardedShapedArray:
+    return aval.mesh, aval.spec
+  cur = sharding_mod.current_mesh()
+  if cur is not None and (cur == mesh if mesh is not None else explicit_names(cur)):
+    return cur, (None,) * len(aval.shape)
+  return None
+
+
+def _context_sharding(aval, got):
+  if got is None:
+    return aval.sharding
+  return avals_mod.AbstractNamedSharding(type_mesh(got[0]), P(*got[1]))
 
 
 def _size_of(mesh, entry):
@@ -646,9 +721,50 @@ def _unstack(prim, avals, specs, params):
   return [s[:ax] + s[ax + 1:]] * avals[0].shape[ax]
 
 
-def _first_operand_multi(prim, avals, specs, params):
-  n = len(avals) // 2   # reduce_window: operands, then their init values
-  return [_full(a, s) for a, s in zip(avals[:n], specs[:n])]
+def _reduce_window(prim, avals, specs, params, outs):
+  """The variadic `reduce_window` (operands, then their init values): each result is
+  laid out as its operand, an axis whose size changes staying divisible."""
+  n = len(avals) // 2
+  res = []
+  for a, s, o in zip(avals[:n], specs[:n], outs):
+    s = _full(a, s)
+    res.append(_varying_out_shape("reduce_window", a, s, o.shape)
+               if type(a) is ShardedShapedArray else s)
+  return res
+
+
+_reduce_window.with_outs = True
+
+
+def _select_and_scatter_add(prim, avals, specs, params):
+  """The max-pool gradient (source, operand): the result has the operand's shape, and
+  its sharding, as in JAX."""
+  return [_full(avals[1], specs[1])]
+
+
+def _select_and_scatter(prim, avals, specs, params):
+  """`select_and_scatter` (operand, source, init): the operand's sharding."""
+  return [_full(avals[0], specs[0])]
+
+
+def _select_and_gather_add(prim, avals, specs, params, outs):
+  """The max-pool JVP (tangents, operand): the tangents must be laid out as the operand
+  (as in JAX; an untyped one is taken as laid out so), and the result is laid out as
+  the windowed reduction of the operand."""
+  t, x = avals
+  if type(t) is ShardedShapedArray and type(x) is ShardedShapedArray and \
+      (t.mesh != x.mesh or t.spec != x.spec):
+    raise ShardingTypeError(
+        "select_and_gather_add tangents and operand shardings must match, got "
+        f"{t.sharding!r} and {x.sharding!r}.")
+  a, s = (x, specs[1]) if type(x) is ShardedShapedArray else (t, specs[0])
+  s = _full(a, s)
+  if type(a) is not ShardedShapedArray:
+    return [s]
+  return [_varying_out_shape("select_and_gather_add", a, s, outs[0].shape)]
+
+
+_select_and_gather_add.with_outs = True
 
 
 # ---- control flow ----
@@ -688,10 +804,14 @@ KEEP = object()   # a rule's "leave this result's type as abstract evaluation ga
 
 
 def _types_differ(a, b):
-  """JAX's comparison of two types' shardings: types that both have a mesh (here: are
-  ShardedShapedArrays) must have one sharding."""
-  return (type(a) is ShardedShapedArray and type(b) is ShardedShapedArray and
-          (a.mesh != b.mesh or a.spec != b.spec))
+  """JAX's comparison of two types' shardings: types that both have a mesh (typed
+  ones; untyped ones inside `jax.set_mesh`, see `_in_context`) must have one sharding."""
+  mesh = a.mesh if type(a) is ShardedShapedArray else \
+      b.mesh if type(b) is ShardedShapedArray else None
+  if mesh is None:
+    return False
+  ga, gb = _in_context(a, mesh), _in_context(b, mesh)
+  return ga is not None and gb is not None and ga != gb
 
 
 def _fun_info(f):
@@ -850,7 +970,10 @@ _RULES.update({
     "reduce_window_sum": _keep_shape_checked("reduce_window"),
     "reduce_window_max": _keep_shape_checked("reduce_window"),
     "reduce_window_min": _keep_shape_checked("reduce_window"),
-    "reduce_window": _first_operand_multi,
+    "reduce_window": _reduce_window,
+    "select_and_scatter_add": _select_and_scatter_add,
+    "select_and_scatter": _select_and_scatter,
+    "select_and_gather_add": _select_and_gather_add,
     "cond": _cond, "scan": _scan,
 })
 _RULES.update({name: _scatter for op in ("add", "sub", "mul", "min", "max", "apply")
@@ -940,27 +1063,62 @@ _transposing = threading.local()
 _spmd_state = None   # pxla's lowering state (set by `install`)
 
 
-def _typed_transpose(rule):
-  """dot_general's transpose rule, typed as JAX types it: each cotangent has its primal's
-  type (a contraction over an axis split on both sides is a sum across it, not an
-  ambiguity, and the sum is then laid out as the primal)."""
+def _typed_transpose(rule, contracting=False):
+  """A transpose rule, typed as JAX types them: each cotangent has its primal's type
+  (JAX's rules build their results with the primal's sharding; here a cotangent of
+  another type, e.g. one grown from the untyped seed of `grad`, is laid out so).
+  `contracting`: dot_general's, where a contraction over an axis split on both sides
+  is a sum across it, not an ambiguity (the sum is then laid out as the primal)."""
   def transpose(ct, *args, **params):
     from tracejax._src.interpreters import ad, pxla
-    prev = getattr(_transposing, "on", False)
-    _transposing.on = True
-    try:
+    if contracting:
+      prev = getattr(_transposing, "on", False)
+      _transposing.on = True
+      try:
+        outs = rule(ct, *args, **params)
+      finally:
+        _transposing.on = prev
+    else:
       outs = rule(ct, *args, **params)
-    finally:
-      _transposing.on = prev
+    if not isinstance(outs, (list, tuple)) or len(outs) != len(args):
+      return outs
     res = []
     for c, a in zip(outs, args):
       if c is not None and type(c) is not ad.Zero and ad.is_undefined_primal(a) and \
-          type(a.aval) is ShardedShapedArray:
+          type(a.aval) is ShardedShapedArray and _retypable(c, a.aval):
         c = pxla.constrain(c, a.aval.concrete_sharding())
       res.append(c)
-    return res
+    return type(outs)(res) if isinstance(outs, tuple) else res
   transpose._typed = True
   return transpose
+
+
+def _retypable(c, want):
+  """Whether cotangent `c` has another type than `want` (its primal's) and the same
+  shape (a rule that gives something else is left alone)."""
+  aval = getattr(c, "aval", None)
+  if aval is None:
+    return tuple(np.shape(c)) == want.shape and want.mesh.size > 1
+  if tuple(aval.shape) != want.shape:
+    return False
+  return not (type(aval) is ShardedShapedArray and aval.mesh == want.mesh and
+              aval.spec == want.spec)
+
+
+def _type_transposes():
+  """Wrap every transpose rule registered so far (see `_typed_transpose`)."""
+  from tracejax._src.interpreters import ad
+  from tracejax._src.lax import dot
+  table = ad.primitive_transposes
+  if len(table) == _typed_count[0]:
+    return   # nothing registered since the last time (install runs often)
+  for prim, rule in list(table.items()):
+    if not getattr(rule, "_typed", False):
+      table[prim] = _typed_transpose(rule, prim is dot.dot_general_p)
+  _typed_count[0] = len(table)
+
+
+_typed_count = [-1]
 
 
 def install():
@@ -970,11 +1128,7 @@ def install():
   _spmd_state = pxla._spmd_state
   trace_mod.sharding_rule = _sharding_rule
   sharding_mod.aval_typer = typed_aval
-  from tracejax._src.interpreters import ad
-  from tracejax._src.lax import dot
-  rule = ad.primitive_transposes.get(dot.dot_general_p)
-  if rule is not None and not getattr(rule, "_typed", False):
-    ad.primitive_transposes[dot.dot_general_p] = _typed_transpose(rule)
+  _type_transposes()
 
 
 # ---- the mesh context: jax.set_mesh, get_abstract_mesh ----
@@ -1074,6 +1228,11 @@ def reshard(xs, out_shardings):
       tree, [pxla.constrain(x, full(s, x)) for x, s in zip(leaves, shs)])
 
 
+# The primitive JAX 0.10.2 names in its `out_sharding=` errors for these functions.
+_JAX_NAMES = {"dot": "dot_general", "matmul": "dot_general", "einsum": "dot_general",
+              "tensordot": "dot_general", "inner": "dot_general", "vdot": "dot_general"}
+
+
 def with_out_sharding(fun, out_sharding, what):
   """`fun()` computed with the sharding rules suspended, its result laid out by
   `out_sharding` (a NamedSharding, or a PartitionSpec of the current mesh): the
@@ -1081,6 +1240,8 @@ def with_out_sharding(fun, out_sharding, what):
   if out_sharding is None:
     return fun()
   s = _as_named(out_sharding, f"{what} out_sharding")
+  if isinstance(s, sharding_mod.NamedSharding):
+    check_out_sharding_axes(s, _JAX_NAMES.get(what, what))
   with suspended():
     out = fun()
   from tracejax._src.interpreters import pxla

@@ -70,4 +70,10 @@ def typeof(x):
   if not isinstance(aval, avals.ShapedArray):
     raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX "
                     "type")
-  return avals.raise_to_shaped(aval)
+  aval = avals.raise_to_shaped(aval)
+  if type(aval) is avals.ShapedArray and type(x) is backend.ArrayImpl:
+    # An Array laid out over a mesh whose axes are not Explicit: its type still names
+    # the mesh (no axis split), as in JAX.
+    from tracejax._src import sharding_explicit
+    aval = sharding_explicit.mesh_typed(aval, x._sharding)
+  return aval

@@ -72,6 +72,11 @@ def _collect():
 
 
 globals().update(_collect())
+# The public functions check dtypes as JAX's do (a Python scalar has its own default
+# dtype: `lax.add(f32_array, 2)` is a TypeError); the `_src/lax` ones that tracejax's
+# library code calls stay lenient. See tracejax/_src/lax/public_checks.py.
+from tracejax._src.lax import public_checks as _public_checks  # noqa: E402
+globals().update(_public_checks.public(globals()))
 __all__ = sorted(n for n in globals() if not n.startswith("_"))
 
 # `jax.lax.linalg` is a submodule (like `jax.lax.linalg.cholesky` in JAX); importing it

@@ -401,7 +401,7 @@ def backward_pass(jaxpr, consts, cts_out):
       lin_eqns.append(eqn)
       linear_vars.update(eqn.outvars)
     else:
-      vals = [v.val if type(v) is ir.Literal else known[v] for v in eqn.invars]
+      vals = [ir._literal_value(v) if type(v) is ir.Literal else known[v] for v in eqn.invars]
       out = eqn.primitive.bind(*vals, **eqn.params)
       for v, x in zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]):
         known[v] = x
@@ -427,7 +427,8 @@ def backward_pass(jaxpr, consts, cts_out):
       # it (as JAX does) keeps primitives without a transpose (while_loop,
       # comparisons) out of the way when their outputs need no gradient.
       continue
-    args = [v.val if type(v) is ir.Literal
+    # Weak literals enter as Python scalars so that the rules keep weak types weak.
+    args = [ir._literal_value(v) if type(v) is ir.Literal
             else UndefinedPrimal(v.aval) if v in linear_vars else known[v]
             for v in eqn.invars]
     rule = get_transpose_rule(eqn.primitive)

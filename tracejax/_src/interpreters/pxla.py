@@ -7,7 +7,8 @@ The staged form is the `xla_pmap` primitive, whose `call_jaxpr` is the per-membe
 * impl: lower the body with the axis env `((axis_name, size),)`, compile it once per
   signature as a replicated program (this module owns the replica count and the
   device assignment), split the mapped arguments over the devices and run it; the
-  outputs are Arrays with a `PmapSharding` whose shards stay on their devices, and a
+  outputs are Arrays whose shards stay on their devices, laid out (as in JAX 0.10.2)
+  by a NamedSharding over a 1-d mesh of the devices named after the pmap's axis, and a
   second pmap over the same devices consumes them without a copy;
 * jvp: a primal pmap and a tangent pmap of the body's JVP; transpose: a pmap of the
   body's transpose (so psum's transpose, psum, runs across the devices, as in JAX);
@@ -16,9 +17,13 @@ The staged form is the `xla_pmap` primitive, whose `call_jaxpr` is the per-membe
   outer pmap's program spans a grid of outer x inner devices, one inner member per
   device, with replica groups per axis (pmap_nested.py); its results are laid out by
   NamedShardings over that grid;
-* lowering inside another program (jit of pmap, or a pmap hidden in a cond/scan of a
-  pmap body): the body runs as a named-axis vmap inside that program: the same values,
-  on that program's device(s).
+* lowering inside another program (jit of pmap; a pmap under grad-of-jit, scan or cond
+  in a jit): jit compiles that program as ONE SPMD program over the pmap's devices
+  (`staged_mesh` gives their mesh, `mhlo.num_partitions` = their count) and the pmap
+  lowers to XLA manual code, one member per partition (pmap_spmd.py), as in JAX 0.10.2;
+  where no such program holds it (a pmap hidden in a cond/scan of a pmap body, a program
+  over other devices), the body runs as a named-axis vmap: the same values, on that
+  program's device(s).
 
 `pmap(f)` keeps a per-signature cache of compiled programs: a repeated call flattens
 its arguments, finds the entry and runs it, without tracing.
@@ -48,7 +53,7 @@ from tracejax._src.core import ir
 from tracejax._src.core.avals import get_aval, raise_to_shaped
 from tracejax._src.core.trace import Primitive, Tracer, eval_trace
 from tracejax._src.core.trace import _ctx as _trace_ctx
-from tracejax._src.interpreters import ad, batching, lowering, pmap_nested, staging
+from tracejax._src.interpreters import ad, batching, lowering, pmap_nested, pmap_spmd, staging
 from tracejax._src.lax import parallel
 from tracejax._src.runtime import backend as xb
 from tracejax._src.runtime import sharding as sharding_mod
@@ -151,6 +156,8 @@ class _Compiled:
     if not isinstance(aval.dtype, np.dtype):  # key arrays (prng.py) travel as their data
       x, aval = aval.dtype.physical_value(x), aval.dtype.physical_aval(aval)
     if self.in_shardings is None:
+      if mapped and type(x) is Array and x._sharding == self.psharding:
+        return x   # a previous pmap's result over these devices
       return sharding_mod.shard_to_devices(x, aval, self.devices, mapped)
     return sharding_mod.put_sharded(x, aval, self.in_shardings[i])
 
@@ -218,8 +225,13 @@ def _compile(call_jaxpr, axis_name, devices, name, mapped, levels=()):
   local = _local_part(devices)
   out_avals = [v.aval.update(shape=(len(local),) + tuple(v.aval.shape))
                for v in call_jaxpr.outvars]
-  psharding = sharding_mod.pmap_sharding(local, axis_name if isinstance(axis_name, str)
-                                         else None)
+  if len(local) == len(devices):
+    # As JAX 0.10.2: a NamedSharding over a 1-d mesh of the devices, named after the
+    # pmap's axis (`_internal_pmap_axis_name` when it has none), leading axis split.
+    psharding = _pmap_named(pmap_nested.grid_mesh(devices, ((axis_name, n),)))
+  else:   # across processes: this process's members, as a PmapSharding of them
+    psharding = sharding_mod.pmap_sharding(local, axis_name if isinstance(axis_name, str)
+                                           else None)
   exe = xb.compile(text, out_avals, devices=devices, num_replicas=n, committed=True,
                    out_shardings=[psharding] * len(out_avals), name=f"pmap_{name}")
   const_bufs = [sharding_mod.shard_to_devices(c, get_aval(c), local, False)
@@ -377,13 +389,22 @@ def _xla_pmap_batch(args, dims, *, call_jaxpr, mapped_invars, axis_name, axis_si
 batching.primitive_batchers[xla_pmap_p] = _xla_pmap_batch
 
 
-def _xla_pmap_lowering(ctx, *args, call_jaxpr, axis_name, axis_size, mapped_invars, **_):
-  """An xla_pmap inside another program (jit of pmap; a pmap nested in a pmap body that
-  pmap_nested.py does not inline, e.g. inside a cond): its body runs as a vmap with the
-  axis name, on the enclosing program's device(s)."""
-  if _.get("global_axis_size"):
+def _xla_pmap_lowering(ctx, *args, call_jaxpr, axis_name, axis_size, mapped_invars, **params):
+  """An xla_pmap inside another program (jit of pmap, a pmap under grad-of-jit, scan or
+  cond). In an SPMD program over the pmap's devices (`staged_mesh` asked for one): the
+  manual computation of pmap_spmd.py, one member per partition. Elsewhere (a program on
+  one device, or a pmap hidden in a cond/scan of a pmap body): its body runs as a vmap
+  with the axis name, on the enclosing program's device(s)."""
+  if params.get("global_axis_size"):
     raise ValueError("a pmap spanning several processes (jax.distributed) cannot be staged "
                      "into another jit or pmap; call it at the top level")
+  prog = pmap_spmd.program_devices()
+  if prog is not None:
+    mesh = pmap_mesh(call_jaxpr, axis_name, axis_size, params.get("devices"),
+                     params.get("backend"))
+    if mesh is not None and mesh._flat_devices == prog:
+      return _manual_pmap_lowering(ctx, args, call_jaxpr, axis_name, axis_size,
+                                   mapped_invars, mesh)
   outer = ctx.module_context.num_replicas
   ndev = len(xb.devices(ctx.module_context.platform))
   if outer * axis_size > ndev:
@@ -396,6 +417,82 @@ def _xla_pmap_lowering(ctx, *args, call_jaxpr, axis_name, axis_size, mapped_inva
   fun = api.vmap(lambda *a: ir.eval_jaxpr(call_jaxpr, [], *a), in_axes=in_axes,
                  axis_name=axis_name, axis_size=axis_size)
   return lowering.lower_fun(lambda *a: fun(*a), multiple_results=True)(ctx, *args)
+
+
+def _manual_pmap_lowering(ctx, args, call_jaxpr, axis_name, n, mapped, mesh):
+  """The pmap as manual code over `mesh` (pmap_spmd.py): mapped operands split along
+  axis 0 (for a nested pmap, pmap_nested.py's layouts over its grid), the others
+  replicated; every result split along axis 0."""
+  levels = tuple(pmap_nested.inner_axes(call_jaxpr, xla_pmap_p))
+  if levels:
+    body, consts, rows_in, rows_out = pmap_nested.block_jaxpr(
+        call_jaxpr, mapped, (axis_name, n), levels, xla_pmap_p)
+    ins, outs, _ = pmap_nested.layouts(mesh, mapped, rows_in, rows_out)
+  else:
+    body, consts = _block_jaxpr(call_jaxpr, mapped, axis_name, n)
+    split, rep = _pmap_named(mesh), _pmap_named(mesh, replicated=True)
+    ins = [split if m else rep for m in mapped]
+    outs = [split] * len(body.outvars)
+  return pmap_spmd.manual_computation(ctx, args, body, consts,
+                                      ((axis_name, n),) + levels, ins, outs)
+
+
+_pmap_meshes = {}   # (id(call_jaxpr), axis, size, devices, backend) -> (call_jaxpr, mesh)
+
+
+def pmap_mesh(call_jaxpr, axis_name, axis_size, devices=None, backend=None):
+  """The Mesh of the devices a pmap runs on (one axis named after the pmap's; a grid with
+  an axis per level for a nested pmap, pmap_nested.py), in member order; None for a
+  pmap on one device. Raises the pmap's ValueError when there are too few devices."""
+  key = (id(call_jaxpr), axis_name, axis_size, devices, backend)
+  hit = _pmap_meshes.get(key)
+  if hit is not None and hit[0] is call_jaxpr:
+    return hit[1]
+  devs, levels = _program_devices(call_jaxpr, axis_size, devices, backend)
+  mesh = None
+  if len(devs) > 1:
+    mesh = pmap_nested.grid_mesh(devs, ((axis_name, axis_size),) + tuple(levels))
+  if len(_pmap_meshes) > 4096:
+    _pmap_meshes.clear()
+  _pmap_meshes[key] = (call_jaxpr, mesh)
+  return mesh
+
+
+def _pmap_named(mesh, replicated=False):
+  """The NamedSharding over a pmap's `mesh` of its mapped values (axis 0 split over the
+  mesh's first axis), or of its replicated ones."""
+  spec = sharding_mod.PartitionSpec() if replicated else \
+      sharding_mod.PartitionSpec(mesh.axis_names[0])
+  return sharding_mod.NamedSharding(mesh, spec)
+
+
+def _eqn_pmap_mesh(eqn):
+  p = eqn.params
+  if p.get("global_axis_size"):
+    return None   # across processes: an error when lowered (above)
+  return pmap_mesh(p["call_jaxpr"], p["axis_name"], p["axis_size"], p.get("devices"),
+                   p.get("backend"))
+
+
+def _pmap_arg_hints(jaxpr, devices):
+  """A sharding (or None) per invar of a jitted `jaxpr` run over `devices`: an argument
+  that a pmap in it maps is laid out as that pmap splits it (as JAX's shard_map asks of
+  its operands), so it reaches the pmap's devices without going through a replica."""
+  if not any(e.primitive is xla_pmap_p for e in jaxpr.eqns):
+    return None
+  pos = {v: i for i, v in enumerate(jaxpr.invars)}
+  hints = [None] * len(jaxpr.invars)
+  for eqn in jaxpr.eqns:
+    if eqn.primitive is not xla_pmap_p:
+      continue
+    mesh = _eqn_pmap_mesh(eqn)
+    if mesh is None or mesh._flat_devices != tuple(devices):
+      continue
+    for v, m in zip(eqn.invars, eqn.params["mapped_invars"]):
+      i = pos.get(v) if type(v) is ir.Var else None
+      if m and i is not None and hints[i] is None:
+        hints[i] = _pmap_named(mesh)
+  return hints
 
 
 lowering.register_lowering(xla_pmap_p, _xla_pmap_lowering)
@@ -636,7 +733,8 @@ def _out_axis(o, d, per_aval):
     return o
   if d is None:  # every member computed the same value: take the first device's
     buf = o._arrays[0]
-    if type(o._sharding) is not sharding_mod.PmapSharding:   # a nested pmap's
+    if getattr(o._sharding, "mesh", None) is not None and \
+        len(o._sharding.mesh.axis_names) > 1:   # a nested pmap's
       return xb.device_put(np.ascontiguousarray(np.asarray(o)[0]),
                            sharding_mod.device_of_single(buf), per_aval)
     return xb.device_put(np.ascontiguousarray(xb.to_numpy(buf)[0]),
@@ -678,8 +776,11 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     global_arg_shapes: accepted for compatibility (single process).
 
   Returns:
-    The mapped function. Its outputs are Arrays sharded over the devices
-    (`PmapSharding`): each member's result stays on its device. When `fun` itself
+    The mapped function. Its outputs are Arrays sharded over the devices (a
+    NamedSharding over a 1-d Mesh of them, its axis named after `axis_name`, as in JAX
+    0.10.2): each member's result stays on its device. Under `jit` (and grad-of-jit,
+    scan, cond inside a jit) the pmap is part of one SPMD program over its devices.
+    When `fun` itself
     calls pmap (`pmap(pmap(f, 'j'), 'i')`), the program spans outer size x inner size
     devices laid out as a grid, one inner member per device, and the outputs are laid
     out by NamedShardings over that grid (a Mesh with axes named after the pmaps').
@@ -708,7 +809,8 @@ def _cpp_pmap(pf):
   """jaxlib's C++ dispatcher in front of `pf` (every argument and output mapped over
   axis 0): once a signature is compiled, a call whose arguments are already split over
   the devices (a previous pmap's outputs) runs without entering Python; NumPy arguments
-  are split by `PmapSharding._shard_arg`. Anything else reaches `pf` (cache_miss)."""
+  are split by the input sharding's `_shard_arg`. Anything else reaches `pf`
+  (cache_miss)."""
 
   @traceback_util.api_boundary
   def cache_miss(*args, **kwargs):
@@ -743,32 +845,11 @@ def _cpp_pmap(pf):
 # other results, which become NamedShardings over the mesh. Partition p runs on
 # `mesh.devices.flat[p]`.
 
-import contextlib as _contextlib
-import threading as _threading
-
-
-class _SpmdState(_threading.local):
-  def __init__(self):
-    self.partitions = 0   # while lowering an SPMD module: its partition count
-
-
-_spmd_state = _SpmdState()
-
-
-def lowering_partitions():
-  """The partition count of the SPMD module being lowered (0 outside one): sharding
-  constraints and shard_map lower to partitioner ops only inside one."""
-  return _spmd_state.partitions
-
-
-@_contextlib.contextmanager
-def _spmd_lowering(n):
-  prev = _spmd_state.partitions
-  _spmd_state.partitions = n
-  try:
-    yield
-  finally:
-    _spmd_state.partitions = prev
+# The lowering state of an SPMD module (its partition count and devices) lives in
+# pmap_spmd.py, with the manual-partitioning ops shard_map and a staged pmap emit.
+_spmd_state = pmap_spmd._spmd_state
+lowering_partitions = pmap_spmd.lowering_partitions
+_spmd_lowering = pmap_spmd.spmd_lowering
 
 
 def _set_shardings(text, n, in_hlos, out_hlos):
@@ -853,11 +934,12 @@ def lower_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh=N
                      for s, a in zip(out_shardings, out_avals)]
   const_sh = [rep] * len(consts)
   all_in = const_sh + list(in_shardings)
-  in_hlos = [s._to_xla_hlo_sharding(len(v.aval.shape))
+  # (key arrays: the rank of their data, which XLA sees)
+  in_hlos = [s._to_xla_hlo_sharding(pmap_spmd.physical_ndim(v.aval))
              for s, v in zip(all_in, list(jaxpr.constvars) + list(jaxpr.invars))]
-  out_hlos = [None if s is None else s._to_xla_hlo_sharding(len(a.shape))
+  out_hlos = [None if s is None else s._to_xla_hlo_sharding(pmap_spmd.physical_ndim(a))
               for s, a in zip(out_shardings, out_avals)]
-  with _spmd_lowering(n):
+  with _spmd_lowering(n, devices):
     text, _ = lowering.lower_jaxpr(jaxpr, name=name, platform=platform, donated=donated)
   low = SpmdLowering()
   low.text = _set_shardings(text, n, in_hlos, out_hlos)
@@ -881,7 +963,9 @@ def compile_lowered_spmd(low, compiler_options=None):
         h = xb.xc.HloSharding.from_proto(got[i]) if i < len(got) else \
             xb.xc.HloSharding.replicate()
         if mesh is not None:
-          s = sharding_mod.named_from_hlo(mesh, h, len(a.shape))
+          s = sharding_mod.named_from_hlo(mesh, h, pmap_spmd.physical_ndim(a))
+          if isinstance(s, sharding_mod.NamedSharding) and len(s.spec) > len(a.shape):
+            s = sharding_mod.GSPMDSharding(devices, h)   # splits a key's data
         else:
           s = sharding_mod.GSPMDSharding(devices, h)
       res.append(s)
@@ -947,9 +1031,9 @@ def _leaf_shardings(spec_tree, values, what):
 
 
 class StagedSpmd:
-  """jit's cache entry for a signature whose traced program holds shard_maps or sharding
-  constraints over a mesh (`staged_mesh`): it runs through `call_spmd` as an SPMD
-  program over that mesh, as in JAX."""
+  """jit's cache entry for a signature whose traced program holds shard_maps, sharding
+  constraints or pmaps over a mesh (`staged_mesh`): it runs through `call_spmd` as an
+  SPMD program over that mesh, as in JAX."""
   __slots__ = ("jaxpr", "consts", "out_tree", "mesh")
 
   def __init__(self, jaxpr, consts, out_tree, mesh):
@@ -957,8 +1041,9 @@ class StagedSpmd:
 
 
 def staged_mesh(jaxpr):
-  """The mesh (over several devices) of the first shard_map or NamedSharding constraint
-  in `jaxpr` or the jaxprs nested in its equations; None if there is none."""
+  """The mesh (over several devices) of the first shard_map, NamedSharding constraint or
+  pmap (`pmap_mesh`) in `jaxpr` or the jaxprs nested in its equations; None if there is
+  none."""
   for eqn in jaxpr.eqns:
     p = eqn.params
     if eqn.primitive.name == "shard_map":
@@ -969,7 +1054,10 @@ def staged_mesh(jaxpr):
       if isinstance(s, sharding_mod.NamedSharding) and s.mesh.size > 1:
         return s.mesh
     elif eqn.primitive is xla_pmap_p:
-      continue   # a replicated program of its own
+      m = _eqn_pmap_mesh(eqn)   # a pmap inside: one program over its devices
+      if m is not None:
+        return m
+      continue
     for v in p.values():
       for item in (v if isinstance(v, (tuple, list)) else (v,)):   # cond's branches
         inner = getattr(item, "jaxpr", item)
@@ -1020,7 +1108,8 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw, staged=No
   shardings of its committed sharded arguments, else (`staged`, a `StagedSpmd`) over
   the mesh of the shard_maps/constraints it holds. Returns (output, cache entry)."""
   ins, devices, mesh, out_spec = _resolve_spmd(
-      jitted, leaves, in_avals, dyn, dkw, staged.mesh if staged is not None else None)
+      jitted, leaves, in_avals, dyn, dkw, staged.mesh if staged is not None else None,
+      staged.jaxpr if staged is not None else None)
   ckey = ("spmd", key, tuple(ins))
   e = jitted._cache.get(ckey)
   if e is None:
@@ -1062,7 +1151,8 @@ def stage_spmd(jitted, leaves, in_avals, dyn, dkw, jaxpr, out_tree):
         not sharding_mod.needs_placement(leaves):
       return None
     return sharding_mod.placement(leaves, jitted._name, jitted._requested_device())[0]
-  ins, devices, mesh, out_spec = _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged)
+  ins, devices, mesh, out_spec = _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged,
+                                               jaxpr)
   outs = _out_shardings(out_spec, out_tree, [v.aval for v in jaxpr.outvars], mesh)
   return SpmdLayout(devices, ins, outs, mesh)
 
@@ -1089,10 +1179,11 @@ def _out_shardings(out_spec, out_tree, out_avals, mesh):
   return outs
 
 
-def _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged_mesh_=None):
+def _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged_mesh_=None, jaxpr=None):
   """(a sharding per argument leaf, the program's devices, its mesh or None, jit's
   out_shardings) of an SPMD call of `jitted`; `staged_mesh_`: the mesh of the
-  shard_maps/constraints its jaxpr holds, if any."""
+  shard_maps/constraints/pmaps its jaxpr holds, if any; `jaxpr`: its traced program,
+  whose pmaps say how to lay out the arguments they map (`_pmap_arg_hints`)."""
   opts = jitted._shardings
   in_spec, out_spec = (opts[2], opts[3]) if opts is not None else (None, None)
   if isinstance(in_spec, list):
@@ -1118,6 +1209,7 @@ def _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged_mesh_=None):
     raise ValueError(f"jit of {jitted._name}: out_shardings alone need a mesh")
   rep = (sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec()) if mesh is not None
          else sharding_mod.GSPMDSharding(devices, xb.xc.HloSharding.replicate()))
+  hints = _pmap_arg_hints(jaxpr, devices) if jaxpr is not None else None
   ins = []
   for i, (x, s, a) in enumerate(zip(leaves, given, in_avals)):
     if s is None:
@@ -1132,7 +1224,7 @@ def _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged_mesh_=None):
             f"{sharding_mod._describe(x, f'{i} of {jitted._name}')} and shardings over "
             f"device ids {[d.id for d in devices]}")
       else:
-        s = rep
+        s = hints[i] if hints is not None and hints[i] is not None else rep
     if tuple(s._device_assignment) != tuple(devices):
       raise ValueError(
           f"Received incompatible devices for jitted computation. Got argument {i} of "
@@ -1191,22 +1283,33 @@ def apply_spmd(prim, args, avals, params, params_key):
   return outs if prim.multiple_results else outs[0]
 
 
-def apply_spmd_jaxpr(jaxpr, args, avals, name):
+def apply_spmd_jaxpr(jaxpr, args, avals, name, mesh=None):
   """`jaxpr` (no constvars) evaluated on arguments among which some are laid out over
   devices, as one SPMD program over them (what `apply_spmd` does for one primitive):
-  the eager `xla_call` of a jitted function under a transformation (jit.py)."""
-  return _run_on_arg_devices(args, avals, ("jaxpr", jaxpr), lambda: jaxpr, name)
+  the eager `xla_call` of a jitted function under a transformation (jit.py). `mesh`:
+  the mesh of the pmaps/shard_maps inside (`staged_mesh`), the program's devices when
+  no argument is laid out over any."""
+  return _run_on_arg_devices(args, avals, ("jaxpr", jaxpr), lambda: jaxpr, name, mesh,
+                             jaxpr)
 
 
-def _run_on_arg_devices(args, avals, key, build, name):
+def _run_on_arg_devices(args, avals, key, build, name, staged=None, jaxpr=None):
   """Run the jaxpr `build()` makes as an SPMD program over the devices of the sharded
-  Arrays among `args` (cached on `key`, the avals and the shardings)."""
+  Arrays among `args`, else over the devices of mesh `staged` (cached on `key`, the
+  avals and the shardings)."""
   shs = [_arg_spmd_sharding(x) for x in args]
   mesh = _pick_mesh([s for s in shs if s is not None])
-  first = next(i for i, s in enumerate(shs) if s is not None)
-  devices = shs[first]._device_assignment
+  first = next((i for i, s in enumerate(shs) if s is not None), None)
+  if first is None:
+    mesh, devices, first = staged, staged._flat_devices, 0
+  else:
+    devices = shs[first]._device_assignment
   rep = (sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec()) if mesh is not None
          else sharding_mod.GSPMDSharding(devices, xb.xc.HloSharding.replicate()))
+  hints = _pmap_arg_hints(jaxpr, devices) if jaxpr is not None else None
+  if hints is not None:
+    shs = [h if s is None and not (type(x) is Array and x._committed) else s
+           for x, s, h in zip(args, shs, hints)]
   ins = []
   for i, (x, s) in enumerate(zip(args, shs)):
     # As JAX: committed arguments must all live on the same devices (an uncommitted
@@ -1232,10 +1335,7 @@ def _run_on_arg_devices(args, avals, key, build, name):
 
 # ---- with_sharding_constraint ----
 
-def _sharding_custom_call(x, out_type, hlo_text, target="Sharding"):
-  op = lowering.hlo.CustomCallOp([out_type], [x], target)
-  op.attributes["mhlo.sharding"] = lowering.ir.StringAttr.get(hlo_text)
-  return op.results[0]
+_sharding_custom_call = pmap_spmd.sharding_custom_call
 
 
 sharding_constraint_p = Primitive("sharding_constraint")

@@ -328,12 +328,17 @@ mlir.register_lowering(dot_general_p, _dot_general_lowering)
 # Functions built on dot_general
 # =============================================================================
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, out_sharding=None):
   """Vector/vector, matrix/vector, and matrix/matrix multiplication.
 
   Contracts the last dimension of `lhs` with the first of `rhs`; both must be
-  vectors or matrices.
+  vectors or matrices. `out_sharding=` (a NamedSharding, or a PartitionSpec under
+  `jax.set_mesh`) lays the result out (it resolves a contraction over a split axis).
   """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # the sharding-in-types layer, above lax
+    return sharding_explicit.with_out_sharding(
+        lambda: dot(lhs, rhs, precision, preferred_element_type), out_sharding, "dot")
   lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)
   if 1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2 and lhs_shape[-1] == rhs_shape[0]:
     return dot_general(lhs, rhs, (((len(lhs_shape) - 1,), (0,)), ((), ())),

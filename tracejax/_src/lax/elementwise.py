@@ -206,18 +206,50 @@ def _full(value, aval):
 # ---- helpers for derivative rules and compositions ----
 
 def _const(x, value):
-  """A rank-0 constant of `x`'s dtype (rank-0 operands broadcast in n-ary ops)."""
-  return np.array(value, _dtype(x))
+  """A rank-0 constant of `x`'s dtype (rank-0 operands broadcast in n-ary ops).
+
+  As in JAX, the constant of a weakly typed scalar `x` is the Python scalar (weak) when
+  `x`'s dtype is that scalar's default, so rules on weak scalars keep them weak."""
+  c = np.array(value, _dtype(x))
+  if np.ndim(x) == 0 and dtypes.is_weakly_typed(x):
+    w = _weak_py_scalar(c)
+    if w is not None:
+      return w
+  return c
 
 
 def _full_like(x, value, dtype=None):
   """An array of `x`'s shape filled with `value`: a broadcast scalar, not a big constant."""
   c = np.array(value, dtype or _dtype(x))
+  if dtype is None and dtypes.is_weakly_typed(x):
+    # As JAX's full_like: the fill keeps a weak `x`'s weak type. JVP and transpose rules
+    # build their zeros and ones this way, so a weak tangent or cotangent stays weak.
+    c = _weak_scalar(c)
   shape = np.shape(x)
   if not shape:
     return c
   from tracejax._src.lax import structural
   return structural.broadcast_in_dim(c, tuple(shape), ())
+
+
+def _weak_py_scalar(c):
+  """The Python scalar (weakly typed) standing for the 0-d NumPy constant `c`, or None
+  when `c`'s dtype is not the default dtype of a Python scalar type."""
+  import builtins  # this module defines its own `complex`
+  py = {"i": builtins.int, "f": builtins.float, "c": builtins.complex}.get(c.dtype.kind)
+  if py is not None and \
+      dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[py]) == c.dtype:
+    return py(c.item())
+  return None
+
+
+def _weak_scalar(c):
+  """The 0-d NumPy constant `c` as a weakly typed value: the Python scalar when its
+  dtype is that scalar's default (a weak literal when staged), else a weak cast."""
+  w = _weak_py_scalar(c)
+  if w is not None:
+    return w
+  return convert_element_type_p.bind(c, new_dtype=c.dtype, weak_type=True)
 
 
 def _zeros(x):
@@ -1052,7 +1084,14 @@ def convert_element_type(operand, new_dtype):
 
   Floats to integers truncate toward zero; complex to real drops the imaginary part
   (with a ComplexWarning, as NumPy); anything to bool is `x != 0`.
+  A Python complex scalar has no real value: converting one to a real dtype is a
+  TypeError, as in JAX (arrays of complex dtype drop the imaginary part).
   """
+  if type(operand) is type(0j) and new_dtype is not None:  # (`complex` is lax.complex here)
+    new = np.dtype(dtypes.python_scalar_dtypes.get(new_dtype, new_dtype))
+    if new.kind not in "cb":
+      raise TypeError(f"convert_element_type: the Python complex scalar {operand!r} cannot "
+                      f"be converted to the real dtype {new.name}")
   return _convert_element_type(operand, new_dtype, weak_type=False)
 
 

@@ -692,19 +692,34 @@ def _combine_mul(old, new, dtype):
 
 
 def _combine_min(old, new, dtype):
+  if dtypes.issubdtype(dtype, np.complexfloating):
+    return _complex_pick(old, new, dtype, "LT")
   return hlo.and_(old, new) if dtype == np.bool_ else hlo.minimum(old, new)
 
 
 def _combine_max(old, new, dtype):
+  if dtypes.issubdtype(dtype, np.complexfloating):
+    return _complex_pick(old, new, dtype, "GT")
   return hlo.or_(old, new) if dtype == np.bool_ else hlo.maximum(old, new)
+
+
+def _complex_pick(old, new, dtype, direction):
+  # XLA has no order on complex numbers; as lax.max/min (and JAX's scatter_max/min),
+  # compare lexicographically: real parts, then imaginary parts where the reals tie.
+  rdt = dtypes.to_real_dtype(dtype)
+  ro, rn, io, in_ = hlo.real(old), hlo.real(new), hlo.imag(old), hlo.imag(new)
+  pick_old = hlo.select(lax_ew._compare_hlo(ro, rn, "EQ", rdt),
+                        lax_ew._compare_hlo(io, in_, direction, rdt),
+                        lax_ew._compare_hlo(ro, rn, direction, rdt))
+  return hlo.select(pick_old, old, new)
 
 
 def _combine_set(old, new, dtype):
   return new
 
 
-# min and max are orders: XLA has none on complex numbers.
-_ordered = [np.bool_, np.integer, np.floating]
+# min and max: complex numbers are ordered lexicographically (_complex_pick).
+_ordered = [np.bool_, np.integer, np.floating, np.complexfloating]
 
 
 def _zero_tangent(out):

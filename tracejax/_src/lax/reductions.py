@@ -86,8 +86,17 @@ def _reduce_wrapper_axes(name, operand, axes):
 # reduce_sum
 # =============================================================================
 
-def reduce_sum(operand, axes):
-  """Sum of `operand` over the dimensions `axes`."""
+def reduce_sum(operand, axes, *, out_sharding=None):
+  """Sum of `operand` over the dimensions `axes`; `out_sharding=` (a NamedSharding, or a
+  PartitionSpec under `jax.set_mesh`) lays the result out.
+
+  >>> reduce_sum(jnp.ones((2, 3)), (0,))
+  DeviceArray([2., 2., 2.], dtype=float32)
+  """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # the sharding-in-types layer, above lax
+    return sharding_explicit.with_out_sharding(
+        lambda: reduce_sum(operand, axes), out_sharding, "reduce_sum")
   axes = _reduce_wrapper_axes("reduce_sum", operand, axes)
   return reduce_sum_p.bind(operand, axes=axes, input_shape=_shape(operand))
 
@@ -302,7 +311,10 @@ def _argminmax_shape_rule(operand, *, axes, index_dtype):
 
 
 def _argminmax_dtype_rule(operand, *, axes, index_dtype):
-  utils.check_dtypes("argmin/argmax", utils._bool_or_int + utils._float, operand)
+  # Complex operands are accepted here and refused when lowered (below): JAX's rule
+  # is the same, so jaxprs holding a complex argmax trace (make_jaxpr, eval_shape), and
+  # one that jit drops as dead code (e.g. under jit(grad(...))) runs.
+  utils.check_dtypes("argmin/argmax", utils._bool_or_int + utils._inexact, operand)
   if not dtypes.is_integer(index_dtype):
     raise TypeError(f"index_dtype must be an integer type, but got {np.dtype(index_dtype)}")
   return np.dtype(index_dtype)
@@ -333,6 +345,12 @@ def _argminmax_lowering(direction, identity):
     (axis,) = axes
     aval = ctx.avals_in[0]
     dtype, idx_dtype = aval.dtype, np.dtype(index_dtype)
+    if dtypes.issubdtype(dtype, np.complexfloating):
+      # No order on complex numbers in the comparison that picks the winner (JAX's
+      # lowering fails in its `gt`/`lt` with this message).
+      name = direction.lower()
+      raise TypeError(f"{name} does not accept dtype {dtype.name} at position 0. Accepted "
+                      "dtypes at position 0 are subtypes of integer, floating, bool.")
     idx_type = ir.RankedTensorType.get(aval.shape, mlir.dtype_to_ir_type(idx_dtype))
     indices = hlo.iota(idx_type, axis)
     out_types = [mlir.aval_to_ir_type(aval.update(shape=ctx.avals_out[0].shape)),

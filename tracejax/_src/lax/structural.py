@@ -106,13 +106,17 @@ def _convert(x, dtype, weak_type=False):
 # broadcast_in_dim
 # =============================================================================
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
-  """Wraps XLA's BroadcastInDim operator.
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
+  """Wraps XLA's BroadcastInDim operator. `out_sharding=` lays the result out as in
+  `reshape`.
 
   Operand dimension `i` becomes output dimension `broadcast_dimensions[i]`; it
   must have size 1 or the size of that output dimension. The other output
   dimensions are new.
   """
+  if out_sharding is not None:
+    return _with_out_sharding(lambda: broadcast_in_dim(operand, shape, broadcast_dimensions),
+                              out_sharding, "broadcast_in_dim")
   shape = canonicalize_shape(shape)
   broadcast_dimensions = _int_tuple("broadcast_in_dim", "broadcast_dimensions",
                                     broadcast_dimensions)
@@ -186,8 +190,15 @@ mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
 
 # ---- functions built on broadcast_in_dim ----
 
-def broadcast(operand, sizes):
-  """Broadcasts an array, adding new major dimensions of sizes `sizes`."""
+def broadcast(operand, sizes, *, out_sharding=None):
+  """Broadcasts an array, adding new major dimensions of sizes `sizes`; `out_sharding=`
+  lays the result out as in `reshape`.
+
+  >>> broadcast(jnp.ones(2), (3,)).shape
+  (3, 2)
+  """
+  if out_sharding is not None:
+    return _with_out_sharding(lambda: broadcast(operand, sizes), out_sharding, "broadcast")
   sizes = canonicalize_shape(sizes)
   if not sizes and isinstance(operand, Array):
     return operand
@@ -241,6 +252,11 @@ def expand_dims(array, dimensions):
 # =============================================================================
 # reshape
 # =============================================================================
+
+def _with_out_sharding(fun, out_sharding, what):
+  from tracejax._src import sharding_explicit  # the sharding-in-types layer, above lax
+  return sharding_explicit.with_out_sharding(fun, out_sharding, what)
+
 
 def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
   """Wraps XLA's Reshape operator.
@@ -657,8 +673,17 @@ def iota(dtype, size):
   return broadcasted_iota(dtype, (size,), 0)
 
 
-def broadcasted_iota(dtype, shape, dimension):
-  """An array of `shape` whose elements are their index along `dimension`."""
+def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
+  """An array of `shape` whose elements are their index along `dimension`;
+  `out_sharding=` lays it out as in `reshape`.
+
+  >>> broadcasted_iota(np.int32, (2, 2), 1)
+  DeviceArray([[0, 1],
+               [0, 1]], dtype=int32)
+  """
+  if out_sharding is not None:
+    return _with_out_sharding(lambda: broadcasted_iota(dtype, shape, dimension),
+                              out_sharding, "broadcasted_iota")
   dtype = dtypes.canonicalize_dtype(dtype)
   shape = canonicalize_shape(shape)
   dimension = operator.index(dimension)
@@ -700,11 +725,18 @@ mlir.register_lowering(iota_p, _iota_lowering)
 # Functions: full, full_like, zeros_like_array, tie_in
 # =============================================================================
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, sharding=None):
   """Returns an array of `shape` filled with `fill_value` (a scalar).
 
-  Without `dtype`, the dtype (and weak type) is that of `fill_value`.
+  Without `dtype`, the dtype (and weak type) is that of `fill_value`. `sharding` lays
+  the result out, as in JAX: a concrete Sharding (or Device) places it, committed and
+  strongly typed, outside `jit` and is ignored under `jit`; a type's sharding
+  (`jax.typeof(x).sharding`) types it, under `jit` too.
+
+  >>> full((2,), 3., sharding=NamedSharding(mesh, P('x')))   # doctest: +SKIP
   """
+  if sharding is not None:
+    return _full_sharded(shape, fill_value, dtype, sharding)
   shape = canonicalize_shape(shape)
   if np.shape(fill_value):
     raise TypeError("full must be called with scalar fill_value, got fill_value.shape "
@@ -718,21 +750,47 @@ def full(shape, fill_value, dtype=None):
   return broadcast(_convert(fill_value, dtype, weak_type), shape)
 
 
+def _full_sharded(shape, fill_value, dtype, sharding):
+  from tracejax._src import sharding_explicit   # above lax's modules
+  from tracejax._src.runtime import sharding as sharding_mod
+  out = full(shape, fill_value, dtype)
+  if isinstance(sharding, avals_mod.AbstractNamedSharding):
+    s = sharding_explicit.concrete_of(sharding)
+    return out if s is None else sharding_explicit.reshard(out, s)
+  if isinstance(sharding, sharding_mod.PartitionSpec):
+    sharding = sharding_mod.named_from_spec(sharding)
+  if isinstance(out, Tracer):
+    return out   # as JAX: a concrete sharding is not applied under `jit`
+  from tracejax._src import api   # above lax's modules
+  if out.aval.weak_type:   # placed values are strongly typed (as JAX's)
+    out = full(shape, fill_value, out.dtype)
+  return api.device_put(out, sharding)
+
+
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   """An array like `x` (its shape and dtype unless given) filled with `fill_value`.
 
   `x` may be an array, a scalar, or anything with `shape` and `dtype` attributes (a
-  `ShapeDtypeStruct`). `sharding` is accepted for compatibility (one device).
+  `ShapeDtypeStruct`). `sharding` lays the result out as in `full`; without it, a
+  result of `x`'s shape is laid out as `x` when `x` is a committed Array over several
+  devices (JAX does so for one device too; tracejax's own rules build their zeros here
+  and keep them on the default device).
+
+  >>> full_like(jnp.zeros((2,), jnp.int32), 7)   # doctest: +SKIP
   """
   if _is_duck_array(x):
     fill_shape = tuple(x.shape) if shape is None else canonicalize_shape(shape)
     weak_type = dtype is None and bool(getattr(x, "weak_type", False))
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else x.dtype)
-    return full(fill_shape, _convert(fill_value, dtype, weak_type))
+    return full(fill_shape, _convert(fill_value, dtype, weak_type), sharding=sharding)
   fill_shape = _shape(x) if shape is None else canonicalize_shape(shape)
+  if sharding is None and shape is None and type(x) is Array and x.committed:
+    from tracejax._src.runtime import sharding as sharding_mod
+    if sharding_mod.is_spmd_sharding(x.sharding):
+      sharding = x.sharding   # as JAX: laid out as `x` (over a mesh: see the docstring)
   weak_type = dtype is None and dtypes.is_weakly_typed(x)
   dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else _aval(x).dtype)
-  return full(fill_shape, _convert(fill_value, dtype, weak_type))
+  return full(fill_shape, _convert(fill_value, dtype, weak_type), sharding=sharding)
 
 
 def _is_duck_array(x):

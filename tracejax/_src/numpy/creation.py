@@ -152,7 +152,11 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
   `NamedSharding`, or a type's `jax.typeof(x).sharding`) lays it out.
   """
   if device is not None or out_sharding is not None:
-    return _placed(full(shape, fill_value, dtype), device, out_sharding, "full")
+    out = full(shape, fill_value, dtype)
+    if device is not None and not isinstance(device, AbstractNamedSharding) and \
+        not isinstance(out, Tracer) and out.aval.weak_type:
+      out = full(shape, fill_value, out.dtype)   # placed on a device: strongly typed (JAX)
+    return _placed(out, device, out_sharding, "full", True)
   shape = _shape_arg(shape, "full")
   dt = util.check_dtype(dtype, "full")
   if util.ndim(fill_value):
@@ -195,19 +199,19 @@ def _broadcast_scalar(x, shape):
 def zeros(shape, dtype=None, *, device=None, out_sharding=None):
   """An array of zeros (float32 by default). `device=`/`out_sharding=` as for `full`."""
   dt = util.check_dtype(dtype, "zeros") or dtypes.default_float_dtype()
-  return _placed(full(shape, 0, dt), device, out_sharding, "zeros")
+  return _placed(full(shape, 0, dt), device, out_sharding, "zeros", True)
 
 
 def ones(shape, dtype=None, *, device=None, out_sharding=None):
   """An array of ones (float32 by default). `device=`/`out_sharding=` as for `full`."""
   dt = util.check_dtype(dtype, "ones") or dtypes.default_float_dtype()
-  return _placed(full(shape, 1, dt), device, out_sharding, "ones")
+  return _placed(full(shape, 1, dt), device, out_sharding, "ones", True)
 
 
 def empty(shape, dtype=None, *, device=None, out_sharding=None):
   """Like `zeros`: JAX arrays are never uninitialized (C-S13). `device=`/`out_sharding=` as for `full`."""
   dt = util.check_dtype(dtype, "empty") or dtypes.default_float_dtype()
-  return _placed(full(shape, 0, dt), device, out_sharding, "empty")
+  return _placed(full(shape, 0, dt), device, out_sharding, "empty", True)
 
 
 def _duck_shape_dtype(a, fun_name):
@@ -246,15 +250,26 @@ def canonicalize_out_sharding(out_sharding, fun_name):
   True
   """
   from tracejax._src.runtime import sharding as sharding_mod
-  if out_sharding is None or isinstance(out_sharding, AbstractNamedSharding):
+  from tracejax._src import sharding_explicit  # above jax.numpy's modules
+  if out_sharding is None:
     return None
+  if isinstance(out_sharding, AbstractNamedSharding):
+    # A type's sharding: the mesh it was made from (None for the empty mesh).
+    return sharding_explicit.concrete_of(out_sharding)
   if isinstance(out_sharding, sharding_mod.PartitionSpec):
-    return sharding_mod.named_from_spec(out_sharding)
+    out_sharding = sharding_mod.named_from_spec(out_sharding)
   if isinstance(out_sharding, sharding_mod.NamedSharding):
+    sharding_explicit.check_out_sharding_axes(out_sharding,
+                                              _JAX_FUN_NAMES.get(fun_name, fun_name))
     return out_sharding
   raise TypeError(f"`out_sharding` argument of {fun_name} only supports instances of "
                   f"`NamedSharding` or `PartitionSpec`. Got {out_sharding!r} of type: "
                   f"{type(out_sharding)}")
+
+
+# How JAX 0.10.2 names these functions in its `out_sharding=` errors.
+_JAX_FUN_NAMES = {n: "jnp." + n for n in ("zeros", "ones", "zeros_like", "ones_like",
+                                          "empty", "empty_like", "arange")}
 
 
 def apply_out_sharding(x, sharding):
@@ -273,8 +288,15 @@ def _device_or_out_sharding(device, out_sharding, fun_name):
   return device, canonicalize_out_sharding(out_sharding, fun_name)
 
 
-def _placed(x, device, out_sharding, fun_name):
+def _placed(x, device, out_sharding, fun_name, jit_ignores_device=False):
   device, sharding = _device_or_out_sharding(device, out_sharding, fun_name)
+  if jit_ignores_device and isinstance(x, Tracer) and device is not None and \
+      not isinstance(device, AbstractNamedSharding):
+    device = None   # as JAX's zeros/ones/full/empty: a concrete `device=` under `jit`
+  if isinstance(device, AbstractNamedSharding):
+    # A type's sharding as `device=`: the result takes that type (under `jit` too).
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    device, sharding = None, sharding_explicit.concrete_of(device)
   return apply_out_sharding(_place(x, device), sharding)
 
 
@@ -293,7 +315,14 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
   >>> full_like(jnp.zeros((2,), jnp.int32), 7)
   DeviceArray([7, 7], dtype=int32)
   """
-  device, sharding = _device_or_out_sharding(device, out_sharding, "full_like")
+  return _full_like(a, fill_value, dtype, shape, device, out_sharding, "full_like")
+
+
+def _full_like(a, fill_value, dtype, shape, device, out_sharding, fun_name):
+  device, sharding = _device_or_out_sharding(device, out_sharding, fun_name)
+  if isinstance(device, AbstractNamedSharding):
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    device, sharding = None, sharding_explicit.concrete_of(device)
   dt = util.check_dtype(dtype, "full_like")
   if not util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
     a_shape, a_dtype = _duck_shape_dtype(a, "full_like")
@@ -312,11 +341,27 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
     if weak and isinstance(fill, np.generic):
       fill = fill.item()  # a weak result (JAX: full_like(weak int, 0.0) is weak)
     out = _broadcast_scalar(util.convert(fill, dt, weak), shp)
+  if sharding is None and device is None:
+    device = _committed_like(a, shape)
   if sharding is None and device is None and _trace_mod.sharding_rule is not None:
     # Sharding in types: the result keeps a typed `a`'s sharding (and type), as in JAX.
     from tracejax._src import sharding_explicit  # above jax.numpy's modules
     sharding = sharding_explicit.like_sharding(a, shape)
   return apply_out_sharding(_place(out, device), sharding)
+
+
+def _committed_like(a, shape):
+  """Where JAX's `*_like(a)` puts its result when `a` is a committed Array: on `a`'s
+  sharding (a device's: whatever the shape; a mesh's: when the shape is kept)."""
+  if isinstance(a, Tracer) or not isinstance(a, Array) or \
+      not getattr(a, "committed", False) or not isinstance(a.dtype, np.dtype):
+    return None
+  from tracejax._src.runtime import sharding as sharding_mod
+  s = a.sharding
+  if isinstance(s, sharding_mod.SingleDeviceSharding) or shape is None or \
+      tuple(shape) == tuple(a.shape):
+    return s
+  return None
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
@@ -325,7 +370,7 @@ def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   >>> zeros_like(jnp.ones((2,)))
   DeviceArray([0., 0.], dtype=float32)
   """
-  return full_like(a, 0, dtype, shape, device=device, out_sharding=out_sharding)
+  return _full_like(a, 0, dtype, shape, device, out_sharding, "zeros_like")
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
@@ -334,7 +379,7 @@ def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   >>> ones_like(jnp.zeros((2,)), shape=(3,))
   DeviceArray([1., 1., 1.], dtype=float32)
   """
-  return full_like(a, 1, dtype, shape, device=device, out_sharding=out_sharding)
+  return _full_like(a, 1, dtype, shape, device, out_sharding, "ones_like")
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None):
@@ -403,8 +448,23 @@ def _iota_ok(dt):
   return dtypes.is_integer(dt) or dtypes.is_floating(dt)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
-  """`num` evenly spaced samples over [start, stop] (or [start, stop) without endpoint)."""
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+  """`num` evenly spaced samples over [start, stop] (or [start, stop) without endpoint);
+  `device=` (a Device or Sharding) places the samples.
+
+  >>> linspace(0., 1., 3)
+  DeviceArray([0. , 0.5, 1. ], dtype=float32)
+  """
+  out = _linspace(start, stop, num, endpoint, retstep, dtype, axis)
+  if device is None:
+    return out
+  if retstep:
+    return _placed(out[0], device, None, "linspace"), out[1]
+  return _placed(out, device, None, "linspace")
+
+
+def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
   from tracejax._src.numpy import shape_ops, ufuncs
   num = util.concrete_int(num, "'num' argument of jnp.linspace")
   if num < 0:
@@ -520,8 +580,19 @@ def _iota_2d(n, m, k):
   return ufuncs.add(rows, np.int32(k)) if k else rows, cols
 
 
-def eye(N, M=None, k=0, dtype=None):
-  """A 2-D array with ones on the `k`-th diagonal and zeros elsewhere."""
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+  """A 2-D array with ones on the `k`-th diagonal and zeros elsewhere; `device=` (a
+  Device or Sharding) places it.
+
+  >>> eye(2, dtype=int)
+  DeviceArray([[1, 0],
+               [0, 1]], dtype=int32)
+  """
+  out = _eye(N, M, k, dtype)
+  return out if device is None else _placed(out, device, None, "eye")
+
+
+def _eye(N, M, k, dtype):
   from tracejax._src.numpy import ufuncs
   dt = util.check_dtype(dtype, "eye") or dtypes.default_float_dtype()
   N = util.concrete_int(N, "'N' argument of jnp.eye")

@@ -842,25 +842,24 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     return structural.full(out_shape, np.zeros((), util.dtype_of(arr)))
   if shape[axis] == 0:
     raise IndexError("Cannot do a non-empty jnp.take_along_axis() from an empty axis.")
-  dtype = util.dtype_of(idx)
-  # Index vectors (one component per axis of arr): the indices along `axis`, and
-  # each element's own position (0 where arr is broadcast) along the others.
-  cols = []
-  for d in range(len(shape)):
-    if d == axis:
-      if util.shape(idx) != out_shape:
-        idx = util.broadcast_to(idx, out_shape)
-      cols.append(idx)
-    elif shape[d] == 1:
-      cols.append(np.zeros(out_shape, dtype))
-    else:
-      cols.append(structural.broadcasted_iota(dtype, out_shape, d))
-  expanded = [c[..., None] if isinstance(c, np.ndarray)
-              else structural.expand_dims(c, (len(out_shape),)) for c in cols]
-  indices_arr = structural.concatenate(expanded, len(out_shape)) \
-      if len(expanded) > 1 else expanded[0]
+  # One gather, in the form JAX gives it (its sharding rule on Explicit mesh axes then
+  # types it as JAX does): along `axis` the indices pick one element; an axis where the
+  # indices have size 1 is an offset axis (arr's slice taken whole); an axis where arr
+  # has size 1 is squeezed out of arr (the indices broadcast it); an axis where both
+  # have the same size is a batching axis of operand and indices.
+  nd = len(shape)
+  squeezed = [d for d in range(nd) if d != axis and ishape[d] != 1 and shape[d] == 1]
+  op_dims = [d for d in range(nd) if d not in squeezed]
+  kept_idx = [d for d in range(nd) if d == axis or ishape[d] != 1]
+  offset = tuple(d for d in range(nd) if d != axis and ishape[d] == 1)
+  batching = [d for d in range(nd) if d != axis and ishape[d] != 1 and shape[d] != 1]
+  if squeezed:
+    arr = structural.squeeze(arr, tuple(squeezed))
+  idx = util.reshape(idx, tuple(ishape[d] for d in kept_idx) + (1,))
+  new_ax = op_dims.index(axis)
   dnums = lax_gather.GatherDimensionNumbers(
-      offset_dims=(), collapsed_slice_dims=tuple(range(len(shape))),
-      start_index_map=tuple(range(len(shape))))
-  return lax_gather.gather(arr, indices_arr, dnums, (1,) * len(shape), mode=gmode,
-                           fill_value=fill_value)
+      offset_dims=offset, collapsed_slice_dims=(new_ax,), start_index_map=(new_ax,),
+      operand_batching_dims=tuple(op_dims.index(d) for d in batching),
+      start_indices_batching_dims=tuple(kept_idx.index(d) for d in batching))
+  sizes = tuple(shape[d] if d in offset else 1 for d in op_dims)
+  return lax_gather.gather(arr, idx, dnums, sizes, mode=gmode, fill_value=fill_value)

@@ -18,10 +18,11 @@ from tracejax._src.numpy import creation, shape_ops, ufuncs, util
 def _integer_args(fun_name, x1, x2):
   util.check_arraylike_or_list(fun_name, x1, x2)
   x1, x2 = util.to_operand(x1), util.to_operand(x2)
-  if any(not dtypes.is_integer(util.dtype_of(x)) for x in (x1, x2)):
-    raise ValueError(f"Arguments to jax.numpy.{fun_name} must be integers.")
   x1, x2 = util.promote_dtypes(x1, x2)
   dt = util.dtype_of(x1)
+  # The promoted dtype decides (as in JAX): a bool operand with an integer one is fine.
+  if not dtypes.is_integer(dt):
+    raise ValueError(f"Arguments to jax.numpy.{fun_name} must be integers.")
   # The loop carries arrays, so both operands are made arrays of the common shape.
   shp = util.broadcast_shapes(util.shape(x1), util.shape(x2))
   weak = util.is_weak(x1) and util.is_weak(x2)

@@ -16,8 +16,9 @@ def _operands(fun_name, a, b):
   return util.to_array(a), util.to_array(b)
 
 
-def _dot_general(a, b, contract, batch, precision):
-  return lax_dot.dot_general(a, b, (contract, batch), precision=precision)
+def _dot_general(a, b, contract, batch, precision, preferred_element_type=None):
+  return lax_dot.dot_general(a, b, (contract, batch), precision=precision,
+                             preferred_element_type=preferred_element_type)
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
@@ -117,8 +118,20 @@ def outer(a, b, out=None):
                          util.reshape(b, (1,) + util.shape(b)))
 
 
-def tensordot(a, b, axes=2, *, precision=None):
-  """Sum products over the given axes: an int N (last N of `a`, first N of `b`) or two lists."""
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
+              out_sharding=None):
+  """Sum products over the given axes: an int N (last N of `a`, first N of `b`) or two
+  lists. `out_sharding=` as for `dot`.
+
+  >>> tensordot(jnp.ones((2, 3)), jnp.ones((3, 4)), 1).shape
+  (2, 4)
+  """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    return sharding_explicit.with_out_sharding(
+        lambda: tensordot(a, b, axes, precision=precision,
+                          preferred_element_type=preferred_element_type),
+        out_sharding, "tensordot")
   a, b = _operands("tensordot", a, b)
   a_nd, b_nd = util.ndim(a), util.ndim(b)
   if isinstance(axes, (int, np.integer)):
@@ -144,7 +157,7 @@ def tensordot(a, b, axes=2, *, precision=None):
     if util.shape(a)[i] != util.shape(b)[j]:
       raise TypeError(f"tensordot: shape mismatch on contracted axes {i} of {util.shape(a)} "
                       f"and {j} of {util.shape(b)}")
-  return _dot_general(a, b, (ca, cb), ((), ()), precision)
+  return _dot_general(a, b, (ca, cb), ((), ()), precision, preferred_element_type)
 
 
 def kron(a, b):

@@ -55,8 +55,18 @@ def _infer_shape(in_size, newshape):
   return newshape
 
 
-def reshape(a, newshape=None, order="C", *, shape=None):
-  """`a` with a new shape of the same size; one dimension may be -1 (inferred)."""
+def reshape(a, newshape=None, order="C", *, shape=None, out_sharding=None):
+  """`a` with a new shape of the same size; one dimension may be -1 (inferred).
+  `out_sharding=` (a NamedSharding, or a PartitionSpec under `jax.set_mesh`) lays the
+  result out (a reshape of split axes that Explicit sharding cannot type).
+
+  >>> reshape(jnp.arange(4), (2, 2)).shape
+  (2, 2)
+  """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    return sharding_explicit.with_out_sharding(lambda: reshape(a, newshape, order, shape=shape), out_sharding,
+                                               "reshape")
   if shape is not None:
     newshape = shape
   a = _arr(a, "reshape")
@@ -69,8 +79,16 @@ def reshape(a, newshape=None, order="C", *, shape=None):
   raise NotImplementedError(f"jnp.reshape: order={order!r} is not supported (use 'C' or 'F')")
 
 
-def ravel(a, order="C"):
-  """`a` flattened to one dimension."""
+def ravel(a, order="C", *, out_sharding=None):
+  """`a` flattened to one dimension; `out_sharding=` as for `reshape`.
+
+  >>> ravel(jnp.ones((2, 2))).shape
+  (4,)
+  """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    return sharding_explicit.with_out_sharding(lambda: ravel(a, order), out_sharding,
+                                               "ravel")
   # (a new array even when `a` is already flat: jitted in JAX, so under vmap/jvp a
   # NumPy input never comes back as itself)
   return util.fresh_array(reshape(a, (-1,), order))
@@ -313,8 +331,17 @@ def block(arrays):
 
 # ---- broadcasting ----
 
-def broadcast_to(array, shape):
-  """`array` broadcast to `shape` (a new array, not a view: C-S14)."""
+def broadcast_to(array, shape, *, out_sharding=None):
+  """`array` broadcast to `shape` (a new array, not a view: C-S14); `out_sharding=` as
+  for `reshape`.
+
+  >>> broadcast_to(jnp.ones(2), (3, 2)).shape
+  (3, 2)
+  """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    return sharding_explicit.with_out_sharding(lambda: broadcast_to(array, shape), out_sharding,
+                                               "broadcast_to")
   if util.key_impls and util.has_keys(array):  # key arrays (prng.py)
     return util.key_impls["broadcast_to"](array, shape)
   array = _arr(array, "broadcast_to")
@@ -515,11 +542,20 @@ def tile(A, reps):
   return util.reshape(tiled, tuple(r * size_ for r, size_ in zip(reps, s)))
 
 
-def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
   """Repeat each element `repeats` times along `axis` (the flattened array if None).
 
-  `repeats` must be concrete: the result's shape depends on it.
+  `repeats` must be concrete: the result's shape depends on it. `out_sharding=` as for
+  `reshape`.
+
+  >>> repeat(jnp.arange(2), 2)
+  DeviceArray([0, 0, 1, 1], dtype=int32)
   """
+  if out_sharding is not None:
+    from tracejax._src import sharding_explicit  # above jax.numpy's modules
+    return sharding_explicit.with_out_sharding(
+        lambda: repeat(a, repeats, axis, total_repeat_length=total_repeat_length),
+        out_sharding, "repeat")
   a = _arr(a, "repeat")
   if axis is None:
     a = ravel(a)

@@ -142,6 +142,7 @@ def remainder(x1, x2, /):
   x1, x2 = util.promote_args_numeric("remainder", x1, x2)
   if dtypes.is_complex(_dtype(x1)):
     raise TypeError("remainder does not support complex-valued inputs")
+  x2 = _int_divisor_nonzero(x2)
   trunc_mod = lax.rem(x1, x2)
   zero = _constant_like(trunc_mod, 0)
   # C's remainder has the dividend's sign; add the divisor when the signs differ.
@@ -156,7 +157,15 @@ mod = remainder
 def fmod(x1, x2, /):
   """Elementwise C-style remainder (the sign of the dividend)."""
   x1, x2 = util.promote_args_numeric("fmod", x1, x2)
-  return lax.rem(x1, x2)
+  return lax.rem(x1, _int_divisor_nonzero(x2))
+
+
+def _int_divisor_nonzero(x2):
+  """An integer divisor with its zeros replaced by 1: JAX's integer x % 0 and fmod(x, 0)
+  are 0 (as NumPy's), where XLA's rem would give x (fuzzer seed 200)."""
+  if not dtypes.is_integer(_dtype(x2)):
+    return x2
+  return _select(lax.eq(x2, _weak_constant_like(x2, 0)), _weak_constant_like(x2, 1), x2)
 
 
 def divmod(x1, x2, /):
@@ -374,7 +383,8 @@ def _wrap_angle(x):
 def _posinf_to_zero(x):
   # Complex values: those whose real part is +inf (exp of them is the overflow).
   re = lax.real(x) if dtypes.is_complex(_dtype(x)) else x
-  return _select(isposinf(re), _constant_like(x, 0), x)
+  # zeros like `x`, weak type included at every rank (JAX's full_like zeros)
+  return _select(isposinf(re), _weak_constant_like(x, 0), x)
 
 
 def _logaddexp_jvp(primals, tangents):
@@ -628,7 +638,8 @@ def isinf(x, /):
   x, = util.promote_args("isinf", x)
   dt = _dtype(x)
   if dtypes.is_floating(dt):
-    return lax.eq(lax.abs(x), _constant_like(x, np.inf))
+    # a strong inf (JAX: isinf of a weak scalar is a strong bool)
+    return lax.eq(lax.abs(x), np.array(np.inf, dt))
   if dtypes.is_complex(dt):
     return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
   return _full_like_bool(x, False)
@@ -751,10 +762,10 @@ def isrealobj(x):
 def iscomplex(x):
   """True where the element has a nonzero imaginary part."""
   x = util.to_array(x)
-  if not iscomplexobj(x):
-    from tracejax._src.numpy import creation
-    return creation.zeros_like(x, dtype=np.bool_)
-  return lax.ne(lax.imag(x), _constant_like(lax.imag(x), 0))
+  # As JAX: imag(x) != 0, with imag of a real x its zeros (weak type kept), so that
+  # iscomplex of a weak scalar is a weak bool.
+  i = lax.imag(x) if iscomplexobj(x) else lax._full_like(x, 0)
+  return lax.ne(i, _constant_like(i, 0))
 
 
 def isreal(x):

@@ -156,6 +156,10 @@ def convert(x, dtype, weak_type=False):
       return convert_element_type(np.asarray(x, dtype), dtype, True)
     return _host_scalar(x, dtype)
   if isinstance(x, (np.ndarray, np.generic)):
+    if weak_type:
+      # A host bool/int array meeting a weak float (or a bool one a weak int) promotes
+      # to a weak type, as in JAX: a weak cast, else the op would come out strong.
+      return convert_element_type(np.asarray(x, dtype), dtype, True)
     return x if x.dtype == dtype else np.asarray(x, dtype)
   aval = x.aval
   if aval.dtype == dtype and aval.weak_type == bool(weak_type):
@@ -400,6 +404,8 @@ def _already_promoted(args, kinds=None):
   av = a0.aval
   if kinds is not None and av.dtype.kind not in kinds:
     return False
+  if av.weak_type and av.dtype == np.bool_ and len(args) > 1:
+    return False  # weak bools promote to a strong bool, as in JAX (a cast is needed)
   for a in args[1:]:
     if type(a) is not Array and not isinstance(a, Tracer):
       return False

@@ -844,7 +844,9 @@ def named_from_hlo(mesh, hlo, ndim):
   if s is not None:
     return s
   if hlo.is_replicated():
-    s = NamedSharding(mesh, PartitionSpec())
+    # Over Explicit axes JAX writes one entry per array axis (the type's spec).
+    s = NamedSharding(mesh, PartitionSpec(*([None] * ndim)) if AxisType.Explicit in
+                      mesh.axis_types else PartitionSpec())
   else:
     s = _search_spec(mesh, hlo, ndim)
   _named_cache[key] = s
@@ -874,7 +876,12 @@ def _search_spec(mesh, hlo, ndim):
 
 def put_sharded(x, aval, s):
   """Value `x` (NumPy, scalar or Array) as an Array laid out by sharding `s`, one buffer
-  per device (in `s`'s device order). An Array already laid out so is returned as is."""
+  per device (in `s`'s device order). An Array already laid out so is returned as is.
+  Typed PRNG keys (an extended dtype) give their uint32 data laid out so (what programs
+  take for them: the data's extra trailing axis is not split)."""
+  if not isinstance(aval.dtype, np.dtype) and hasattr(aval.dtype, "physical_aval"):
+    data = aval.dtype.physical_value(x) if hasattr(x, "_base_array") else x
+    return put_sharded(data, aval.dtype.physical_aval(aval), s)
   if type(x) is backend.ArrayImpl:
     xs = x._sharding
     if xs == s:
@@ -1029,3 +1036,11 @@ def use_mesh(mesh):
   if not isinstance(mesh, Mesh):
     raise TypeError(f"use_mesh expects a Mesh, got {mesh!r}")
   return mesh
+
+
+def encode_inspect_callback(fn):
+  """The `backend_config` of an `InspectSharding` custom call: jaxlib's custom-call
+  partitioner for that target calls `fn(hlo_sharding)` with the layout XLA's partitioner
+  chose for the call's operand (`jax.debug.inspect_array_sharding` under `jit`). `fn`
+  must stay alive until the program is compiled."""
+  return _jax.encode_inspect_sharding_callback(fn)

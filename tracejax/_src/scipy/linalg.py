@@ -573,6 +573,14 @@ def _expm(A, upper_triangular, max_squarings):
   top = degrees[-1]
   A_const = lax_misc.stop_gradient(A)
   norm = reductions.max(reductions.sum(ufuncs.abs(A_const), axis=-2), axis=-1)
+  # JAX gives NaN, with a zero derivative, for a matrix that needs more than
+  # max_squarings squarings (floor(log2(norm / theta)) > max_squarings, fuzzer seed 200):
+  # such a matrix is computed as A * 0 (finite, so its derivative is 0; an inf entry
+  # still gives NaN, as in JAX) and replaced by NaN at the end.
+  too_big = ufuncs.greater(ufuncs.floor(ufuncs.log2(ufuncs.divide(
+      norm, np.array(thetas[top], real)))), max_squarings)[..., None, None]
+  A = ufuncs.where(too_big, ufuncs.multiply(A, np.array(0, dt)), A)
+  nan = np.array(np.nan, dt)
   # The smallest degree accurate for each matrix (SciPy's choice), and one degree for
   # the whole batch: the largest needed, computed once in a conditional (a higher
   # degree is at least as accurate, and the lower ones are then never evaluated).
@@ -603,7 +611,7 @@ def _expm(A, upper_triangular, max_squarings):
   else:
     R = np_linalg._solve_matrices(Q, P)
   if max_squarings == 0:
-    return R
+    return ufuncs.where(too_big, nan, R)
   # Undo the scaling: R <- R @ R, s times for each matrix. A scan of fixed length
   # (so reverse mode works) whose steps past the batch's largest s are skipped by a
   # conditional on a scalar.
@@ -615,7 +623,7 @@ def _expm(A, upper_triangular, max_squarings):
     return cond(ufuncs.less(i, s_max), square, lambda R: R, R), None
 
   R, _ = scan(step, R, creation.arange(max_squarings, dtype=np.int32))
-  return R
+  return ufuncs.where(too_big, nan, R)
 
 
 def expm(A, *, upper_triangular=False, max_squarings=16):

@@ -10,9 +10,10 @@ from tracejax._src.lax import special as lax_special
 def _promote_inexact(*args):
   """Arrays of one inexact dtype (ints become the default float), as jnp does."""
   import tracejax.numpy as jnp
-  args = [jnp.asarray(a) for a in args]
-  dt = dtypes.to_inexact_dtype(dtypes.result_type(*args))
-  out = [lax.convert_element_type(a, dt) if a.dtype != dt else a for a in args]
+  from tracejax._src.numpy import util as np_util
+  # jnp's promotion keeps weak types (JAX's promote_args_inexact): xlogy(3., 1-2j) and
+  # logit(0.) of Python scalars are weak there.
+  out = [jnp.asarray(a) for a in np_util.promote_dtypes_inexact(*args)]
   if len(out) > 1:
     out = list(jnp.broadcast_arrays(*out))
   return out
@@ -162,7 +163,8 @@ def logit(x):
   DeviceArray(0., dtype=float32)
   """
   x, = _promote_inexact(x)
-  return lax.log(lax.div(x, lax.sub(np.ones((), x.dtype), x)))
+  from tracejax._src.lax.elementwise import _const  # weak for a weak scalar, as JAX's
+  return lax.log(lax.div(x, lax.sub(_const(x, 1), x)))
 
 
 def i0e(x):
@@ -205,28 +207,74 @@ def i1(x):
   return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i1e(x))
 
 
-def xlogy(x, y):
-  """x * log(y), defined as 0 where x == 0.
-
-  >>> xlogy(0., 0.)
-  DeviceArray(0., dtype=float32)
-  """
+def _xlogy_impl(x, y):
   import tracejax.numpy as jnp
   x, y = _promote_inexact(x, y)
   safe_y = jnp.where(x == 0, jnp.ones_like(y), y)
   return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log(safe_y))
 
 
-def xlog1py(x, y):
-  """x * log1p(y), defined as 0 where x == 0.
-
-  >>> xlog1py(0., -1.)
-  DeviceArray(0., dtype=float32)
-  """
+def _xlog1py_impl(x, y):
   import tracejax.numpy as jnp
   x, y = _promote_inexact(x, y)
   safe_y = jnp.where(x == 0, jnp.zeros_like(y), y)
   return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log1p(safe_y))
+
+
+def _xlog_jvp(impl, log_fn, shift):
+  """The JVP rule of x * log(shift + y): log(shift + y) dx + x / (shift + y) dy.
+
+  As in JAX, the rule sees the arguments as given (not promoted): `lax.log` of an
+  integer or bool `y` is a TypeError under differentiation, the x == 0 branch has no
+  special case (so at x == 0 the slope in x is log(y)), and the tangent takes the
+  result's dtype (strong)."""
+  def rule(primals, tangents):
+    import tracejax.numpy as jnp
+    x, y = (jnp.asarray(a) for a in primals)
+    x_dot, y_dot = tangents
+    out = impl(x, y)
+    denom = y if not shift else 1 + y
+    t = x_dot * log_fn(y) + y_dot * x / denom
+    return out, lax.convert_element_type(t, out.dtype)
+  return rule
+
+
+def _custom_xlog():
+  from tracejax._src.custom_derivatives import custom_jvp
+  xlogy_ = custom_jvp(_xlogy_impl)
+  xlogy_.defjvp(_xlog_jvp(_xlogy_impl, lax.log, False))
+  xlog1py_ = custom_jvp(_xlog1py_impl)
+  xlog1py_.defjvp(_xlog_jvp(_xlog1py_impl, lax.log1p, True))
+  return xlogy_, xlog1py_
+
+
+_XLOG = []
+
+
+def xlogy(x, y):
+  """x * log(y), defined as 0 where x == 0.
+
+  Its derivative is log(y) in x and x / y in y everywhere (also at x == 0), as JAX's.
+
+  >>> xlogy(0., 0.)
+  DeviceArray(0., dtype=float32)
+  """
+  if not _XLOG:
+    _XLOG.extend(_custom_xlog())
+  return _XLOG[0](x, y)
+
+
+def xlog1py(x, y):
+  """x * log1p(y), defined as 0 where x == 0.
+
+  Its derivative is log1p(y) in x and x / (1 + y) in y everywhere, as JAX's.
+
+  >>> xlog1py(0., -1.)
+  DeviceArray(0., dtype=float32)
+  """
+  if not _XLOG:
+    _XLOG.extend(_custom_xlog())
+  return _XLOG[1](x, y)
 
 
 def entr(x):
@@ -368,7 +416,11 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   amax = (jnp.max(a, axis=axes, keepdims=True) if jnp.iscomplexobj(a) else
           jnp.max(a, axis=axes, keepdims=True, initial=-jnp.inf))
   amax = _stop(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
-  e = jnp.exp(a - amax)
+  # lax.sub, not `-`: as in JAX, a weak `a` meets the strong shift without a promotion,
+  # so no weak-to-strong cast stands on the gradient's path (grad of a Python scalar's
+  # logsumexp is strong there).
+  from tracejax._src.lax import elementwise as _lax_ew
+  e = jnp.exp(_lax_ew.sub(a, jnp.broadcast_to(amax, a.shape)))
   if b is not None:
     e = e * b
   if where is not None:

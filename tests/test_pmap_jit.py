@@ -52,6 +52,11 @@ assert 'xla_pmap[ axis_name=i' in str(jax.make_jaxpr(jax.jit(f))(x))
 z = jax.pmap(lambda v: v - 1)(y)
 close(z, np.asarray(y) - 1)
 close(spmd(jax.jit(f), y), np.broadcast_to(np.asarray(y).sum(0) * 2, x.shape))
+# a pmap's result and a NumPy value, both mapped: the program takes both split
+jh = jax.jit(jax.pmap(lambda a, b: a + b, 'i'))
+for i in range(2):
+  close(jh(y, x + i), np.asarray(y) + x + i)
+assert jh.lower(y, x).as_text().count('{devices=[4,1]0,1,2,3}"}') >= 2
 # in_axes=None (replicated), out_axes=None and 1, static_broadcasted_argnums
 k = jax.pmap(lambda v, w: (v * w, lax.psum(v, 'i')), 'i', in_axes=(0, None),
              out_axes=(0, None))
@@ -116,6 +121,12 @@ o = spmd(jax.jit(lambda p, a: lax.cond(p, pf, lambda v: v, a)), True, x)
 close(o, np.broadcast_to(x.sum(0), x.shape))
 o = spmd(jax.jit(lambda p, a: lax.cond(p, pf, lambda v: v, a)), False, x)
 close(o, x)
+# the same scan and cond eagerly (no jit): each still one SPMD program (dispatch.py)
+c, ys = spmd(lambda a: lax.scan(body, a, None, length=3), x)
+close(c, r); close(ys, np.array(rs), 1e-4)
+assert c.sharding == named('i', P('i')), c.sharding
+o = spmd(lambda a: lax.cond(True, pf, lambda v: v, a), x)
+close(o, np.broadcast_to(x.sum(0), x.shape))
 # a nested pmap under jit: one program over the 2 x 2 grid
 xx = np.arange(8., dtype=np.float32).reshape(2, 2, 2)
 pp = jax.pmap(jax.pmap(lambda v: lax.psum(v, 'j') + lax.psum(v, 'i') * lax.axis_index('j'),

@@ -115,11 +115,39 @@ def apply_primitive(prim, *args, **params):
   return results if prim.multiple_results else results[0]
 
 
+class _SpmdBody:
+  """Stands in for the executable of a primitive whose sub-jaxprs hold a pmap or a
+  shard_map over several devices (an eager `scan`/`cond` around a pmap): it runs as one
+  SPMD program over that mesh (pxla.py), as it would under `jit`."""
+  __slots__ = ("jaxpr", "avals", "mesh", "name")
+
+  def __init__(self, jaxpr, avals, mesh, name):
+    self.jaxpr, self.avals, self.mesh, self.name = jaxpr, avals, mesh, name
+
+  def execute(self, bufs):
+    from tracejax._src.interpreters import pxla
+    return pxla.apply_spmd_jaxpr(self.jaxpr, bufs, self.avals, self.name, self.mesh)
+
+
+def _has_subjaxpr(params):
+  for v in params.values():
+    for item in (v if isinstance(v, (tuple, list)) else (v,)):
+      if isinstance(getattr(item, "jaxpr", item), ir.Jaxpr):
+        return True
+  return False
+
+
 def _compile_primitive(prim, avals, params, device=None, committed=False):
   out_avals = prim.out_avals(list(avals), params)
   invars = [ir.Var(a) for a in avals]
   outvars = [ir.Var(a) for a in out_avals]
   jaxpr = ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, prim, params)])
+  if device is None and _has_subjaxpr(params):
+    import sys
+    pxla = sys.modules.get("tracejax._src.interpreters.pxla")  # loaded by pmap/shard_map
+    mesh = pxla.staged_mesh(jaxpr) if pxla is not None else None
+    if mesh is not None:
+      return _Compiled(_SpmdBody(jaxpr, list(avals), mesh, prim.name), out_avals)
   platform = device.client.platform if device is not None else None
   text, _ = lowering.lower_jaxpr(jaxpr, name=prim.name, platform=platform)
   exe = backend.compile(text, out_avals, device, committed=committed)

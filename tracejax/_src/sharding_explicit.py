@@ -390,34 +390,16 @@ def _squeeze(prim, avals, specs, params):
 
 
 def _concatenate(prim, avals, specs, params):
-  """JAX's rule: the operands that have a mesh (typed ones; untyped ones too inside
-  `jax.set_mesh` of that mesh, as replicated values) must all have one sharding."""
-  mesh = next(a.mesh for a in avals if type(a) is ShardedShapedArray)
-  got = [_in_context(a, mesh) for a in avals]
-  typed = [g for g in got if g is not None]
-  if any(g != typed[0] for g in typed):
-    shown = ", ".join(repr(_context_sharding(a, g)) for a, g in zip(avals, got))
+  """JAX's rule: the operands that have a mesh must all have one sharding. (Inside
+  `jax.set_mesh` JAX gives every value made there the mesh, so an untyped operand is
+  a replicated one; here untyped operands, which tracejax's own helpers also make,
+  are left out of the comparison.)"""
+  typed = [(a.mesh, a.spec) for a in avals if type(a) is ShardedShapedArray]
+  if any(t != typed[0] for t in typed):
+    shown = ", ".join(repr(a.sharding) for a in avals)
     raise ShardingTypeError(f"All operands should have the same sharding. Got shardings "
                             f"{shown}")
   return [typed[0][1]]
-
-
-def _in_context(aval, mesh):
-  """(mesh, spec) of `aval` as JAX sees it: a typed aval's own; an untyped one is a
-  replicated value of the current mesh when `jax.set_mesh` set `mesh` (JAX types
-  every value made inside it), else it has no mesh (None)."""
-  if type(aval) is ShardedShapedArray:
-    return aval.mesh, aval.spec
-  cur = sharding_mod.current_mesh()
-  if cur is not None and (cur == mesh if mesh is not None else explicit_names(cur)):
-    return cur, (None,) * len(aval.shape)
-  return None
-
-
-def _context_sharding(aval, got):
-  if got is None:
-    return aval.sharding
-  return avals_mod.AbstractNamedSharding(type_mesh(got[0]), P(*got[1]))
 
 
 def _size_of(mesh, entry):
@@ -646,7 +628,8 @@ def _axis_types_str(mesh):
 def _typed_str(a):
   """`f32[8@x,4]({Explicit: ('x', 'y')})`: a type with its mesh's axis types, as JAX
   prints it in some messages (`({})` for a type without a mesh)."""
-  mesh = a.mesh if type(a) is ShardedShapedArray else None
+  # An untyped value made inside `jax.set_mesh` has that mesh in JAX (replicated).
+  mesh = a.mesh if type(a) is ShardedShapedArray else sharding_mod.current_mesh()
   return f"{a.str_short()}({_axis_types_str(mesh)})"
 
 
@@ -804,14 +787,12 @@ KEEP = object()   # a rule's "leave this result's type as abstract evaluation ga
 
 
 def _types_differ(a, b):
-  """JAX's comparison of two types' shardings: types that both have a mesh (typed
-  ones; untyped ones inside `jax.set_mesh`, see `_in_context`) must have one sharding."""
-  mesh = a.mesh if type(a) is ShardedShapedArray else \
-      b.mesh if type(b) is ShardedShapedArray else None
-  if mesh is None:
-    return False
-  ga, gb = _in_context(a, mesh), _in_context(b, mesh)
-  return ga is not None and gb is not None and ga != gb
+  """JAX's comparison of two types' shardings: types that both have a mesh (here: are
+  ShardedShapedArrays) must have one sharding. (Inside `jax.set_mesh` JAX also gives
+  untyped values the mesh, replicated, and then rejects e.g. a `jnp.zeros` carry that
+  comes out split; tracejax leaves untyped types out, see `_concatenate`.)"""
+  return (type(a) is ShardedShapedArray and type(b) is ShardedShapedArray and
+          (a.mesh != b.mesh or a.spec != b.spec))
 
 
 def _fun_info(f):
@@ -1229,8 +1210,7 @@ def reshard(xs, out_shardings):
 
 
 # The primitive JAX 0.10.2 names in its `out_sharding=` errors for these functions.
-_JAX_NAMES = {"dot": "dot_general", "matmul": "dot_general", "einsum": "dot_general",
-              "tensordot": "dot_general", "inner": "dot_general", "vdot": "dot_general"}
+_JAX_NAMES = {"dot": "dot_general", "matmul": "dot_general", "tensordot": "dot_general"}
 
 
 def with_out_sharding(fun, out_sharding, what):

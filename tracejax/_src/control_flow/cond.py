@@ -116,9 +116,9 @@ cond_p.def_impl(functools.partial(dispatch.apply_primitive, cond_p))
 def _cond_abstract_eval(index, *avals, branches):
   if index.shape or index.dtype != np.int32:
     raise TypeError(f"cond index must be an int32 scalar, got {index.str_short()}")
-  outs = branches[0].out_avals
-  weak = [all(b.out_avals[i].weak_type for b in branches) for i in range(len(outs))]
-  return [a.update(weak_type=w) for a, w in zip(outs, weak)]
+  # As JAX 0.10.2: the outputs have branch 0's types, weak types included (for `cond`,
+  # branch 0 is false_fun), whichever branch runs.
+  return list(branches[0].out_avals)
 
 
 cond_p.def_abstract_eval(_cond_abstract_eval)

@@ -10,13 +10,15 @@ partitioning, the same mechanism as `shard_map` (tracejax/_src/shard_map.py):
   mapped operand split along axis 0, one member per device; an unmapped one
   replicated), then `SPMDFullToShardShape` to its per-device block;
 * the per-device body (the pmap body on a (1, *member shape) block, reshaped around it,
-  or pmap_nested.py's per-device program for a nested pmap) is lowered with the pmap's
-  axes as the axis env and `spmd_manual` set, so its collectives become
-  cross-partition ops (lax/parallel.py), `axis_index` reads the partition id;
+  or pmap_nested.py's per-device program for a nested pmap) is lowered, as a private
+  function of the module that the program calls, with the pmap's axes as the axis env
+  and `spmd_manual` set, so its collectives become cross-partition ops
+  (lax/parallel.py) and `axis_index` reads the partition id;
 * each result goes back through `SPMDShardToFullShape`, split along axis 0.
 
 Partition p of the program runs on the p-th device of the pmap (its mesh's device
-order), so member p of the pmap is partition p. This module also owns the thread-local
+order), so member p of the pmap is partition p. shard_map's lowering inside an SPMD
+program is `manual_computation` too, with its mesh axes and specs. This module also owns the thread-local
 lowering state (`lowering_partitions`, `program_devices`) that tells lowering rules
 whether they are inside such a program, and over which devices.
 """
@@ -28,6 +30,7 @@ import numpy as np
 
 from tracejax._src.interpreters import lowering
 from tracejax._src.runtime import backend as xb
+from tracejax._src.runtime import sharding as sharding_mod
 
 
 class _SpmdState(threading.local):
@@ -61,6 +64,14 @@ def spmd_lowering(n, devices=None):
     yield
   finally:
     _spmd_state.partitions, _spmd_state.devices = prev
+
+
+def named(mesh, replicated=False):
+  """The NamedSharding over a pmap's `mesh` of its mapped values (axis 0 split over the
+  mesh's first axis, as JAX lays out a pmap's results), or of its replicated ones."""
+  spec = sharding_mod.PartitionSpec() if replicated else \
+      sharding_mod.PartitionSpec(mesh.axis_names[0])
+  return sharding_mod.NamedSharding(mesh, spec)
 
 
 def physical_ndim(aval):

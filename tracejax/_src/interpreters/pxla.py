@@ -228,7 +228,7 @@ def _compile(call_jaxpr, axis_name, devices, name, mapped, levels=()):
   if len(local) == len(devices):
     # As JAX 0.10.2: a NamedSharding over a 1-d mesh of the devices, named after the
     # pmap's axis (`_internal_pmap_axis_name` when it has none), leading axis split.
-    psharding = _pmap_named(pmap_nested.grid_mesh(devices, ((axis_name, n),)))
+    psharding = pmap_spmd.named(pmap_nested.grid_mesh(devices, ((axis_name, n),)))
   else:   # across processes: this process's members, as a PmapSharding of them
     psharding = sharding_mod.pmap_sharding(local, axis_name if isinstance(axis_name, str)
                                            else None)
@@ -430,21 +430,21 @@ def _manual_pmap_lowering(ctx, args, call_jaxpr, axis_name, n, mapped, mesh):
     ins, outs, _ = pmap_nested.layouts(mesh, mapped, rows_in, rows_out)
   else:
     body, consts = _block_jaxpr(call_jaxpr, mapped, axis_name, n)
-    split, rep = _pmap_named(mesh), _pmap_named(mesh, replicated=True)
+    split, rep = pmap_spmd.named(mesh), pmap_spmd.named(mesh, replicated=True)
     ins = [split if m else rep for m in mapped]
     outs = [split] * len(body.outvars)
   return pmap_spmd.manual_computation(ctx, args, body, consts,
                                       ((axis_name, n),) + levels, ins, outs)
 
 
-_pmap_meshes = {}   # (id(call_jaxpr), axis, size, devices, backend) -> (call_jaxpr, mesh)
+_pmap_meshes = {}   # (id(call_jaxpr), axis, size, devices, ...) -> (call_jaxpr, mesh)
 
 
 def pmap_mesh(call_jaxpr, axis_name, axis_size, devices=None, backend=None):
   """The Mesh of the devices a pmap runs on (one axis named after the pmap's; a grid with
   an axis per level for a nested pmap, pmap_nested.py), in member order; None for a
   pmap on one device. Raises the pmap's ValueError when there are too few devices."""
-  key = (id(call_jaxpr), axis_name, axis_size, devices, backend)
+  key = (id(call_jaxpr), axis_name, axis_size, devices, backend, xb.default_device())
   hit = _pmap_meshes.get(key)
   if hit is not None and hit[0] is call_jaxpr:
     return hit[1]
@@ -458,20 +458,17 @@ def pmap_mesh(call_jaxpr, axis_name, axis_size, devices=None, backend=None):
   return mesh
 
 
-def _pmap_named(mesh, replicated=False):
-  """The NamedSharding over a pmap's `mesh` of its mapped values (axis 0 split over the
-  mesh's first axis), or of its replicated ones."""
-  spec = sharding_mod.PartitionSpec() if replicated else \
-      sharding_mod.PartitionSpec(mesh.axis_names[0])
-  return sharding_mod.NamedSharding(mesh, spec)
-
-
 def _eqn_pmap_mesh(eqn):
+  """The mesh of an xla_pmap equation's devices; None where it has none (across
+  processes, or too few devices: errors its lowering raises)."""
   p = eqn.params
   if p.get("global_axis_size"):
-    return None   # across processes: an error when lowered (above)
-  return pmap_mesh(p["call_jaxpr"], p["axis_name"], p["axis_size"], p.get("devices"),
-                   p.get("backend"))
+    return None
+  try:
+    return pmap_mesh(p["call_jaxpr"], p["axis_name"], p["axis_size"], p.get("devices"),
+                     p.get("backend"))
+  except ValueError:
+    return None
 
 
 def _pmap_arg_hints(jaxpr, devices):
@@ -491,7 +488,7 @@ def _pmap_arg_hints(jaxpr, devices):
     for v, m in zip(eqn.invars, eqn.params["mapped_invars"]):
       i = pos.get(v) if type(v) is ir.Var else None
       if m and i is not None and hints[i] is None:
-        hints[i] = _pmap_named(mesh)
+        hints[i] = pmap_spmd.named(mesh)
   return hints
 
 
@@ -1117,6 +1114,9 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw, staged=No
       jaxpr, consts, out_tree = staged.jaxpr, staged.consts, staged.out_tree
     else:
       jaxpr, consts, out_tree = jitted._trace(in_tree, in_avals, svals)
+      if any(e.primitive is xla_pmap_p for e in jaxpr.eqns):
+        # the arguments its pmaps map arrive split, as `.lower()` shows (stage_spmd)
+        ins = _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, None, jaxpr)[0]
     outs = _out_shardings(out_spec, out_tree, [v.aval for v in jaxpr.outvars], mesh)
     e = _SpmdEntry()
     e.jaxpr, e.consts, e.out_tree = jaxpr, consts, out_tree

@@ -83,7 +83,9 @@ def _fft_shape_rule(x, *, fft_type, fft_lengths):
   if not 1 <= n <= 3:
     raise ValueError(f"fft supports 1 to 3 transformed dimensions, got fft_lengths "
                      f"{fft_lengths}.")
-  if any(d < 1 for d in fft_lengths):
+  # Zero lengths are allowed (empty transforms, as in JAX), except the real axis of an
+  # RFFT: its n // 2 + 1 outputs need at least one input.
+  if any(d < 0 for d in fft_lengths) or (fft_type == FftType.RFFT and fft_lengths[-1] == 0):
     raise ValueError(f"fft fft_lengths must be positive, got {fft_lengths}.")
   if x.ndim < n:
     raise ValueError(f"fft with fft_lengths {fft_lengths} needs an operand of rank >= "
@@ -91,7 +93,9 @@ def _fft_shape_rule(x, *, fft_type, fft_lengths):
   lead, trailing = x.shape[:-n], x.shape[-n:]
   if fft_type == FftType.IRFFT:
     expected = fft_lengths[:-1] + (fft_lengths[-1] // 2 + 1,)
-    if trailing != expected:
+    # (an empty output may come from an empty input too: JAX accepts both)
+    empty_ok = fft_lengths[-1] == 0 and trailing == fft_lengths
+    if trailing != expected and not empty_ok:
       raise ValueError(f"IRFFT with fft_lengths {fft_lengths} needs trailing operand "
                        f"dimensions {expected}, got shape {x.shape}.")
     return lead + fft_lengths
@@ -137,6 +141,11 @@ def _irfft_transpose(ct, fft_lengths):
   # mask of 2s. The scale is IRFFT's 1/n, and the conjugate comes from
   # sum_k c_k e^{+2 pi i jk/n} = conj(RFFT(c)_j) for a real c.
   from tracejax._src.lax import elementwise
+  if 0 in fft_lengths:
+    # The 1/n scale is undefined (JAX fails here too, with a ZeroDivisionError).
+    raise ValueError(f"irfft: invalid number of FFT data points {fft_lengths} for reverse-"
+                     "mode differentiation: an empty inverse real transform has no 1/n "
+                     "scale.")
   x = fft(ct, FftType.RFFT, fft_lengths)
   m = _shape(x)[-1]
   is_odd = fft_lengths[-1] % 2
@@ -166,6 +175,11 @@ def _fft_batch_rule(args, dims, *, fft_type, fft_lengths):
 
 
 def _fft_lowering(ctx, x, *, fft_type, fft_lengths):
+  aval_out = ctx.avals_out[0]
+  if 0 in aval_out.shape or 0 in ctx.avals_in[0].shape:
+    # Nothing to transform: XLA's FFT wants non-empty operands; the result is empty
+    # (or, for an IRFFT of length > 0 over an empty batch, zeros).
+    return [mlir.full_like_aval(0, aval_out)]
   return [hlo.fft(x, hlo.FftTypeAttr.get(fft_type.name), list(fft_lengths),
                   results=[mlir.aval_to_ir_type(ctx.avals_out[0])])]
 

@@ -27,7 +27,7 @@ from tracejax._src import dtypes
 
 __all__ = []  # not API: tracejax/lax/__init__.py applies `public` to its names
 
-_PY = (bool, int, float, complex)  # exact types: NumPy scalars keep their own dtype
+_PY = frozenset((bool, int, float, complex))  # exact types: NumPy scalars keep their own dtype
 
 # The dtype classes JAX names in its messages.
 _CLASSES = {"bool": np.bool_, "integer": np.integer, "signedinteger": np.signedinteger,
@@ -147,25 +147,27 @@ def _checked(fn, error, nops=None):
     dts = _dtypes_of(ops)
     return None if dts is None else error(dts, ops)
 
+  # One and two operands (almost every function) get wrappers without *args: the
+  # fast path is one type test per operand and the call.
   if nops == 1:
-    def wrapper(*args, **kwargs):
-      if args and type(args[0]) in _PY:
-        return slow(args, kwargs)
+    def wrapper(x, *rest, **kwargs):
+      if type(x) in _PY:
+        return slow((x, *rest), kwargs)
       try:
-        return fn(*args, **kwargs)
+        return fn(x, *rest, **kwargs)
       except TypeError as e:
-        msg = redo(e, args)
+        msg = redo(e, (x,))
         if msg is None:
           raise
       raise TypeError(msg)
   elif nops == 2:
-    def wrapper(*args, **kwargs):
-      if len(args) >= 2 and (type(args[0]) in _PY or type(args[1]) in _PY):
-        return slow(args, kwargs)
+    def wrapper(x, y):
+      if type(x) in _PY or type(y) in _PY:
+        return slow((x, y), {})
       try:
-        return fn(*args, **kwargs)
+        return fn(x, y)
       except TypeError as e:
-        msg = redo(e, args)
+        msg = redo(e, (x, y))
         if msg is None:
           raise
       raise TypeError(msg)

@@ -487,10 +487,13 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     delta = ufuncs.true_divide(ufuncs.subtract(stop, start), div)
     iota_shape = [1] * len(bounds_shape)
     iota_shape[axis] = div
+    # start * (1 - t) + stop * t (as JAX: it recovers the end points exactly; integer
+    # dtypes floor the samples, so the rounding of each one matters).
     frac = ufuncs.true_divide(util.reshape(structural.iota(comp, div), iota_shape), div)
-    out = ufuncs.add(util.reshape(start, bounds_shape),
-                     ufuncs.multiply(frac, util.reshape(ufuncs.subtract(stop, start),
-                                                        bounds_shape)))
+    one = util.convert(1, comp, True)
+    out = ufuncs.add(ufuncs.multiply(util.reshape(start, bounds_shape),
+                                     ufuncs.subtract(one, frac)),
+                     ufuncs.multiply(util.reshape(stop, bounds_shape), frac))
     if endpoint:
       out = shape_ops.concatenate([out, util.reshape(stop, bounds_shape)], axis=axis)
   elif num == 1:

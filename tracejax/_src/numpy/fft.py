@@ -138,10 +138,17 @@ def _resolve(fun_name, fft_type, shape, s, axes):
   lengths = []
   for i, ax in enumerate(axes):
     n = -1 if s is None else s[i]
+    real_axis = fft_type in (FftType.RFFT, FftType.IRFFT) and i == len(axes) - 1
     if s is None:
+      # The input's lengths (JAX 0.10.2): an empty axis transforms to an empty axis, and
+      # irfft of an input of length 0 or 1 is empty there (2 * (m - 1) <= 0); only the
+      # real axis of rfft needs data. Explicit lengths below 1 are errors.
       n = shape[ax]
-      if fft_type == FftType.IRFFT and i == len(axes) - 1:
-        n = 2 * (n - 1)
+      if real_axis and fft_type == FftType.IRFFT:
+        n = max(2 * (n - 1), 0)
+      if n >= 1 or not (real_axis and fft_type == FftType.RFFT):
+        lengths.append(n)
+        continue
     elif n == -1:  # NumPy 2: the input's length (taken literally, even for irfftn)
       n = shape[ax]
     if n < 1:
@@ -222,9 +229,9 @@ def _fft_core(fft_type, x, axes, lengths):
 
 
 def _normalize(y, fft_type, lengths, norm):
-  if norm is None or norm == "backward":
-    return y
   size = float(np.prod(lengths, dtype=np.float64))
+  if norm is None or norm == "backward" or size == 0:
+    return y  # (an empty result needs no scaling)
   factor = np.sqrt(size) if norm == "ortho" else size
   if fft_type in (FftType.FFT, FftType.RFFT):
     factor = 1.0 / factor
@@ -235,11 +242,11 @@ def _fftn(fun_name, fft_type, a, s, axes, norm):
   _check_norm(fun_name, norm)
   x = _operand(fun_name, a, fft_type)
   shape = util.shape(x)
+  axes, lengths = _resolve(fun_name, fft_type, shape, s, axes)
   if s is None and fft_type in (FftType.FFT, FftType.IFFT) and 0 in shape:
     # JAX 0.10.2: a complex transform of an empty array is that empty array (complex);
     # only an explicit length of 0 is an error.
     return util.fresh_array(x)
-  axes, lengths = _resolve(fun_name, fft_type, shape, s, axes)
   if not axes:
     if fft_type in (FftType.RFFT, FftType.IRFFT):
       raise ValueError(f"{_full_name(fun_name)} needs at least one axis to transform.")

@@ -293,7 +293,7 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
   ix = _index_to_gather(shape, specs)
   dtype = util.dtype_of(x)
   if 0 in ix.out_shape:
-    return structural.full(ix.out_shape, np.zeros((), dtype))
+    return _empty_result(x, ix.out_shape)
   ix.check_empty_axes()
   y = x
   if ix.indices is not None:
@@ -611,8 +611,16 @@ def _mask_update(x, idx, y, scatter_op):
   return lax_ew.select(mask, new, x)
 
 
+def _empty_result(x, shape):
+  """The empty result (`shape` has a 0) of a read of `x`: x's dtype and weak type, as
+  the gather JAX would do gives."""
+  out = structural.full(shape, np.zeros((), util.dtype_of(x)))
+  return util.convert(out, util.dtype_of(x), True) if util.is_weak(x) else out
+
+
 def _set(x, y):
-  return y
+  # `y` may still be a host value (a Python or NumPy scalar): .at[...].set returns an Array
+  return util.fresh_array(y)
 
 
 def _add(x, y):
@@ -652,35 +660,48 @@ class _IndexUpdateRef:
     return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
   def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          fill_value=None):
-    """`x[idx]`; with mode='fill', out-of-bounds reads give `fill_value`."""
-    return rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
-                          unique_indices=unique_indices, mode=mode, fill_value=fill_value)
+          fill_value=None, out_sharding=None):
+    """`x[idx]`; with mode='fill', out-of-bounds reads give `fill_value`. `out_sharding=`
+    (a NamedSharding, or a PartitionSpec under `jax.set_mesh`) lays the result out (a
+    gather whose sharding Explicit mesh axes cannot type).
 
-  def _update(self, values, op, name, indices_are_sorted, unique_indices, mode):
-    return _scatter_update(self.array, self.index, values, op, name,
-                           indices_are_sorted=indices_are_sorted,
-                           unique_indices=unique_indices, mode=mode)
+    >>> jnp.arange(4).at[1].get()
+    DeviceArray(1, dtype=int32)
+    """
+    return _with_out_sharding(lambda: rewriting_take(
+        self.array, self.index, indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices, mode=mode, fill_value=fill_value),
+        out_sharding, ".get")
 
-  def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def _update(self, values, op, name, indices_are_sorted, unique_indices, mode,
+              out_sharding=None):
+    return _with_out_sharding(lambda: _scatter_update(
+        self.array, self.index, values, op, name, indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices, mode=mode), out_sharding, f".{name}")
+
+  def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          out_sharding=None):
     """`x` with `x[idx] = values`."""
     return self._update(values, lax_gather.scatter, "set", indices_are_sorted,
-                        unique_indices, mode)
+                        unique_indices, mode, out_sharding)
 
-  def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          out_sharding=None):
     """`x` with `x[idx] += values`."""
     return self._update(values, lax_gather.scatter_add, "add", indices_are_sorted,
-                        unique_indices, mode)
+                        unique_indices, mode, out_sharding)
 
-  def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               out_sharding=None):
     """`x` with `x[idx] -= values`."""
     return self._update(values, lax_gather.scatter_sub, "subtract", indices_are_sorted,
-                        unique_indices, mode)
+                        unique_indices, mode, out_sharding)
 
-  def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               out_sharding=None):
     """`x` with `x[idx] *= values`."""
     return self._update(values, lax_gather.scatter_mul, "multiply", indices_are_sorted,
-                        unique_indices, mode)
+                        unique_indices, mode, out_sharding)
 
   mul = multiply
 
@@ -704,15 +725,17 @@ class _IndexUpdateRef:
                            unique_indices=unique_indices, mode=mode)
     return ufuncs.power(x, expo)
 
-  def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          out_sharding=None):
     """`x` with `x[idx] = minimum(x[idx], values)`."""
     return self._update(values, lax_gather.scatter_min, "min", indices_are_sorted,
-                        unique_indices, mode)
+                        unique_indices, mode, out_sharding)
 
-  def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          out_sharding=None):
     """`x` with `x[idx] = maximum(x[idx], values)`."""
     return self._update(values, lax_gather.scatter_max, "max", indices_are_sorted,
-                        unique_indices, mode)
+                        unique_indices, mode, out_sharding)
 
   def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
     """`x` with `x[idx] = func(x[idx])` (`func` elementwise; applied once per
@@ -724,6 +747,13 @@ class _IndexUpdateRef:
     return _scatter_update(x, self.index, func(vals), lax_gather.scatter, "apply",
                            indices_are_sorted=indices_are_sorted,
                            unique_indices=unique_indices, mode=mode)
+
+
+def _with_out_sharding(fun, out_sharding, what):
+  if out_sharding is None:
+    return fun()
+  from tracejax._src import sharding_explicit  # the sharding-in-types layer, above numpy
+  return sharding_explicit.with_out_sharding(fun, out_sharding, what)
 
 
 class IndexUpdateHelper:
@@ -796,7 +826,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   ishape = util.shape(idx)
   out_shape = shape[:axis] + ishape + shape[axis + 1:]
   if 0 in out_shape:
-    return structural.full(out_shape, np.zeros((), util.dtype_of(a)))
+    return _empty_result(a, out_shape)
   if n == 0:
     raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
   slice_sizes = shape[:axis] + (1,) + shape[axis + 1:]
@@ -839,7 +869,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
   out_shape = tuple(ishape[d] if d == axis else max(shape[d], ishape[d])
                     for d in range(len(shape)))
   if 0 in out_shape:
-    return structural.full(out_shape, np.zeros((), util.dtype_of(arr)))
+    return _empty_result(arr, out_shape)
   if shape[axis] == 0:
     raise IndexError("Cannot do a non-empty jnp.take_along_axis() from an empty axis.")
   # One gather, in the form JAX gives it (its sharding rule on Explicit mesh axes then

@@ -32,13 +32,13 @@ def _strict_pairs(value, nd, name):
 def _pad_widths(pad_width, nd):
   try:
     arr = np.asarray(pad_width)
-  except TypeError:
-    arr = None  # (a traced pad_width: concrete_int below says so)
+  except Exception:  # noqa: BLE001 (a traced pad_width: concrete_int below says so)
+    arr = None
   if arr is None or arr.dtype == object:
     return [(util.concrete_int(lo, "pad_width argument of jnp.pad"),
              util.concrete_int(hi, "pad_width argument of jnp.pad"))
             for lo, hi in _pairs(pad_width, nd, "pad_width")]
-  if arr.dtype.kind not in "iu":
+  if arr.dtype.kind not in "iu" and arr.size:
     raise TypeError("`pad_width` must be of integral type.")
   widths = [(int(lo), int(hi)) for lo, hi in _strict_pairs(arr, nd, "pad_width")]
   if any(lo < 0 or hi < 0 for lo, hi in widths):

@@ -360,7 +360,7 @@ def _cumulative(name, a, axis, dtype, op, identity, promote_bool):
     head = lax_slicing.slice(a, tuple(start), tuple(limit), None)
     a = op(a, structural.concatenate([pad, head], axis))
     shift *= 2
-  return a
+  return util.fresh_array(a)  # n <= 1: no NumPy input handed back out of vmap/jvp
 
 
 def _sum_identity(dt):

@@ -133,11 +133,14 @@ def _quantile(a, q, axes, method, keepdims, nan):
     res = at(lo)
   elif method == "higher":
     res = at(hi)
+  elif method == "midpoint":
+    # half of each end, as JAX's (lo + hi) / 2 (median's method there): its derivative
+    # is 1/2 to each end even for an infinite cotangent, where the lerp's zero weight
+    # would give inf * 0 = NaN (fuzzer seed 201); halving first cannot overflow.
+    half = util.convert(0.5, dt, False)
+    res = ufuncs.add(ufuncs.multiply(at(lo), half), ufuncs.multiply(at(hi), half))
   else:
-    t = ufuncs.subtract(vi, ufuncs.floor(vi))
-    if method == "midpoint":
-      t = ufuncs.where(ufuncs.equal(t, zero), zero, util.convert(0.5, dt, False))
-    res = _lerp(at(lo), at(hi), t)
+    res = _lerp(at(lo), at(hi), ufuncs.subtract(vi, ufuncs.floor(vi)))
   if not nan and dtypes.is_floating(dt):
     # NumPy: a NaN anywhere in the slice makes its quantiles NaN.
     has_nan = reductions.any(ufuncs.isnan(x), axis=-1)
@@ -204,7 +207,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   >>> median(jnp.array([[1, 3], [2, 8]]), axis=0)
   DeviceArray([1.5, 5.5], dtype=float32)
   """
-  return _quantile_front("median", a, 0.5, axis, out, overwrite_input, "linear", keepdims,
+  return _quantile_front("median", a, 0.5, axis, out, overwrite_input, "midpoint", keepdims,
                          None, False, 1)
 
 
@@ -214,7 +217,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   >>> nanmedian(jnp.array([1., nan, 3., 4.]))
   DeviceArray(3., dtype=float32)
   """
-  return _quantile_front("nanmedian", a, 0.5, axis, out, overwrite_input, "linear", keepdims,
+  return _quantile_front("nanmedian", a, 0.5, axis, out, overwrite_input, "midpoint", keepdims,
                          None, True, 1)
 
 

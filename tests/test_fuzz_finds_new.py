@@ -118,3 +118,83 @@ def test_expm_too_many_squarings_is_nan_with_zero_gradient():
   assert np.isnan(jsl.expm(jnp.diag(jnp.array([-8., -1.])), max_squarings=0)).all()
   np.testing.assert_allclose(jsl.expm(jnp.diag(jnp.array([-2., -.25])), max_squarings=0),
                              np.diag(np.exp([-2., -.25])), rtol=1e-5, atol=1e-6)
+
+
+# ---- median's derivative with an infinite cotangent (s201 #180) ------------------------------
+
+def test_median_is_the_midpoint_of_its_two_middle_values():
+  # JAX 0.10.2 computes median (and nanmedian) as quantile(..., method='midpoint'),
+  # (lo + hi) / 2: grad(lambda x: median(x) * inf)(2.) = inf (a zero lerp weight would
+  # give inf * 0 = NaN), also for [x, 1, 3]; values are unchanged.
+  assert float(jax.grad(lambda x: jnp.median(x) * np.inf)(2.)) == np.inf
+  assert float(jax.grad(lambda x: jnp.nanmedian(x) * np.inf)(2.)) == np.inf
+  assert float(jax.grad(lambda x: jnp.median(jnp.stack([x, 1., 3.])) * np.inf)(2.)) == np.inf
+  np.testing.assert_allclose(jnp.median(jnp.array([[1, 3], [2, 8]]), axis=0), [1.5, 5.5])
+  np.testing.assert_allclose(jnp.median(jnp.array([4., 1., 3.])), 3.)
+  np.testing.assert_allclose(jax.grad(jnp.median)(jnp.array([4., 1., 3., 2.])),
+                             [0., 0., 0.5, 0.5])
+  # the fuzzer's program (x64 on): jacrev of xlogy(median(max(x) * .5), rint(max(x)))
+  with config_x64():
+    import tracejax.scipy.special as jss
+    x0 = np.array([[np.inf, 2.5, np.inf], [0.28, 1.92, -2.5]])
+
+    def f0(x):
+      v0 = jnp.max(x)
+      return jss.xlogy(jnp.median(lax.mul(v0, 0.5)), jnp.rint(v0))
+
+    np.testing.assert_array_equal(jax.jacrev(f0)(x0),
+                                  [[np.inf, np.nan, np.inf], [np.nan, np.nan, np.nan]])
+
+
+class config_x64:
+  def __enter__(self):
+    self.old = config.jax_enable_x64
+    config.update("jax_enable_x64", True)
+
+  def __exit__(self, *a):
+    config.update("jax_enable_x64", self.old)
+
+
+# ---- max/min of a 0-d array reduce, so NaN gives a NaN tangent (s201 #179) --------------------
+
+def test_min_max_of_0d_nan_has_nan_tangent():
+  # JAX 0.10.2: jvp(jnp.min, (nan,), (0.5,)) = (nan, nan) (reduce_min over no axes: its
+  # tangent divides by the count of locations equal to the NaN result, 0); jvp of
+  # min(log1p(x), keepdims=True) at -inf is (nan, nan); a finite 0-d passes the tangent.
+  for f in (jnp.min, jnp.max, jnp.amax, lambda v: jnp.min(v, keepdims=True)):
+    p, t = jax.jvp(f, (jnp.float32(np.nan),), (jnp.float32(0.5),))
+    assert np.isnan(p) and np.isnan(t)
+    p, t = jax.jvp(f, (jnp.float32(2.),), (jnp.float32(0.5),))
+    assert float(p) == 2. and float(t) == 0.5
+  p, t = jax.jvp(lambda v: jnp.min(jnp.log1p(v), axis=None, keepdims=True),
+                 (jnp.float32(-np.inf),), (jnp.float32(0.5),))
+  assert np.isnan(p) and np.isnan(t)
+  assert float(jax.grad(jnp.max)(2.)) == 1.0
+  np.testing.assert_array_equal(jax.vmap(jnp.max)(jnp.arange(3.)), [0., 1., 2.])
+  assert int(jnp.max(jnp.int8(3))) == 3 and bool(jnp.min(True))
+
+
+# ---- lax.cummax/cummin of complex (s201 #349) ---------------------------------------------------
+
+def test_cummax_cummin_of_complex_are_lexicographic():
+  # JAX 0.10.2 accepts complex (lexicographic order, NaNs as its reduce_window drops them):
+  c = jnp.array([1 + 2j, 1 + 3j, 5j, 2 - 1j, complex(np.nan, 0), 3 + 0j], jnp.complex64)
+  nan = complex(np.nan, 0)
+  expected = {
+      (lax.cummax, False): [1 + 2j, 1 + 3j, 1 + 3j, 2 - 1j, nan, 3 + 0j],
+      (lax.cummax, True): [3 + 0j] * 6,
+      (lax.cummin, False): [1 + 2j, 1 + 2j, 5j, 5j, nan, 3 + 0j],
+      (lax.cummin, True): [3 + 0j] * 6,
+  }
+  for (f, rev), want in expected.items():
+    for g in (f, jax.jit(f, static_argnames="reverse")):
+      got = g(c, reverse=rev)
+      assert got.dtype == np.complex64
+      np.testing.assert_array_equal(got, np.array(want, np.complex64))
+  # derivatives and vmap (JAX: grad of sum(real(cummax(c[:4]))) = [1, 2, 0, 1])
+  np.testing.assert_array_equal(jax.grad(lambda x: jnp.sum(jnp.real(lax.cummax(x))))(c[:4]),
+                                np.array([1, 2, 0, 1], np.complex64))
+  np.testing.assert_array_equal(jax.vmap(lax.cummin)(jnp.stack([c[:4], c[:4][::-1]])),
+                                [[1 + 2j, 1 + 2j, 5j, 5j], [2 - 1j, 5j, 5j, 5j]])
+  with pytest.raises(TypeError, match="cummax does not accept dtype bool"):
+    lax.cummax(jnp.array([True, False]))

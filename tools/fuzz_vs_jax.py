@@ -304,7 +304,9 @@ DELIBERATE = [
         _jexc(j, "TypeError", "rev dimensions must all be less than") and
         _texc(t, "ValueError", "out-of-bounds axis")) or (
         _jexc(j, "ZeroDivisionError") and _texc(t, "ValueError",
-                                                "invalid number of FFT data points"))),
+                                                "invalid number of FFT data points")) or (
+        "hfft" in src and _jexc(j, "IndexError", "tuple index out of range")
+        and _texc(t, "ValueError", "is out of bounds for an array of dimension 0"))),
 ]
 
 

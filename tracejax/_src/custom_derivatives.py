@@ -186,13 +186,17 @@ class custom_jvp:
 
     def jvp(primals, tangents):
       primal_out = self(*primals)
-      zeros = tree_util.tree_map(_zeros_like, primal_out)
-      tangent_out = zeros
+      # The rules' contributions are summed as they are (JAX starts from symbolic
+      # zeros): a strong zeros array to start from would make weak tangents strong.
+      tangent_out = None
       for fn, t in zip(tangent_fns, tangents):
         if fn is None:
           continue
         contrib = fn(t, primal_out, *primals)
-        tangent_out = tree_util.tree_map(lambda a, b: a + b, tangent_out, contrib)
+        tangent_out = contrib if tangent_out is None else tree_util.tree_map(
+            lambda a, b: a + b, tangent_out, contrib)
+      if tangent_out is None:
+        tangent_out = tree_util.tree_map(_zeros_like, primal_out)
       return primal_out, tangent_out
     self.defjvp(jvp)
 
@@ -272,9 +276,7 @@ def _check_rule_tangents(primals_out, tangents_out):
 
 
 def _zeros_like(x):
-  from tracejax._src.lax import structural
-  a = _aval(x)
-  return structural.full(a.shape, 0, a.dtype)
+  return ad.zeros_like_aval(_aval(x))  # x's dtype and weak type (a broadcast zero)
 
 
 def _float0_zeros(t):

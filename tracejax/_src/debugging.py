@@ -566,12 +566,18 @@ def _inspect_lowering(ctx, x, *, callback):
   # custom-call partitioner calls `report` with it while the program compiles.
   key = sharding_mod.encode_inspect_callback(report)
   _keepalive.append(report)   # the partitioner holds only a raw pointer to it
-  lowering.hlo.CustomCallOp(
+  op = lowering.hlo.CustomCallOp(
       [x.type], [x], call_target_name=lowering.ir.StringAttr.get("InspectSharding"),
       has_side_effect=lowering.ir.BoolAttr.get(True),
       api_version=lowering.ir.IntegerAttr.get(lowering.ir.IntegerType.get_signless(32), 1),
       called_computations=lowering.ir.ArrayAttr.get([]),
       backend_config=lowering.ir.StringAttr.get(key))
+  # A nonce makes the module unique: an executable from the on-disk compilation cache
+  # (whose key is the module text, the callback's address included) would skip the
+  # partitioner, and with it the callback.
+  import uuid
+  op.operation.attributes["mhlo.frontend_attributes"] = lowering.ir.DictAttr.get(
+      {"inspect_sharding_nonce": lowering.ir.StringAttr.get(uuid.uuid4().hex)})
   return []
 
 

@@ -411,7 +411,10 @@ class Jitted:
     if any(isinstance(c, Tracer) for c in consts):
       return e  # closes over an outer trace's values: goes through xla_call
     pxla = sys.modules.get(_PXLA)
-    mesh = pxla.staged_mesh(jaxpr) if placed is None and pxla is not None else None
+    # A staged mesh wins over placement by committed inputs (which then must be on its
+    # devices, pxla's error), not over jit's device=/backend=.
+    mesh = pxla.staged_mesh(jaxpr) if pxla is not None and (placed is None or (
+        self.device is None and self.backend is None)) else None
     if mesh is not None:  # shard_map/sharding constraints/pmaps over a mesh: an SPMD program
       e = self._cache[key] = pxla.StagedSpmd(jaxpr, consts, out_tree, mesh)
       return e
@@ -718,6 +721,9 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
                          donate_argnums=donate_argnums, device=device, backend=backend,
                          inline=inline, in_shardings=in_shardings,
                          out_shardings=out_shardings)
+  if device is not None and backend is not None:
+    raise ValueError("can't specify both a device and a backend for jit, "
+                     f"got device={device!r} and backend={backend!r}")
   jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums, device, backend,
                   inline, in_shardings=in_shardings, out_shardings=out_shardings)
   if jitted.donate_argnums or jitted.static_argnums or jitted.static_argnames:

@@ -115,7 +115,7 @@ def broadcast_one_to_all(in_tree, is_source=None):
   Args:
     in_tree: a pytree of arrays with the same structure, shapes and dtypes everywhere.
     is_source: whether this process is the source (default: process 0 is). Exactly
-      one process must be.
+      one process must be (with a single process, its value is returned anyway).
 
   >>> broadcast_one_to_all(np.arange(3) * (jax.process_index() + 1))   # doctest: +SKIP
   array([0, 1, 2])
@@ -123,9 +123,7 @@ def broadcast_one_to_all(in_tree, is_source=None):
   if is_source is None:
     is_source = _process_index() == 0
   leaves, tree = tree_util.tree_flatten(in_tree)
-  if _process_count() == 1:
-    if not is_source:
-      raise ValueError("broadcast_one_to_all: with one process it must be the source")
+  if _process_count() == 1:   # as JAX: the value itself, whatever `is_source` says
     return tree_util.tree_unflatten(tree, [np.asarray(_host_value(x)) for x in leaves])
   vals = [_contiguous(_host_value(x)) for x in leaves]
   flags = process_allgather(np.array(bool(is_source)))
@@ -231,7 +229,7 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     shape: the global shape.
     sharding: how the array is laid out (any Sharding; its devices may span processes).
     data_callback: returns the data (NumPy or array-like) of the block at `index`.
-    dtype: the dtype (default: that of the callback's data).
+    dtype: the dtype, which must be that of the callback's data (default: that one).
 
   >>> data = np.arange(8.).reshape(4, 2)                                      # doctest: +SKIP
   >>> make_array_from_callback(data.shape, sharding, lambda idx: data[idx])   # doctest: +SKIP
@@ -249,9 +247,11 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     v = np.asarray(data_callback(index[d]))
     if v.dtype == object:
       raise TypeError(f"{fn}: data_callback returned a {type(v).__name__}, not an array")
-    if dtype is not None:
-      v = v.astype(dtype)
     v = v.astype(dtypes_mod.canonicalize_dtype(v.dtype))
+    if dtype is not None and dtypes_mod.canonicalize_dtype(np.dtype(dtype)) != v.dtype:
+      raise ValueError(f"If `dtype` is provided to `jax.make_array_from_callback`, it must "
+                       f"match the dtype of the addressable shards. Got dtype="
+                       f"{np.dtype(dtype)} and shard dtype={v.dtype}")
     if tuple(v.shape) != want:
       raise ValueError(f"{fn}: data_callback returned shape {tuple(v.shape)} for index "
                        f"{index[d]} on {d}; the sharding's shard shape is {want}")
@@ -378,3 +378,86 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
                       for sl, n, a in zip(index[d], global_shape, starts))
     arrays.append(backend.device_put(_contiguous(v[local_idx]), d))
   return _assemble(global_shape, v.dtype, sharding, arrays)
+
+
+# ---- process-local and global views over a mesh (multihost_utils) ----
+
+def _spec_leaves(fn, pspecs, tree):
+  specs = tree_util.broadcast_prefix(
+      pspecs, tree, is_leaf=lambda p: p is None or isinstance(p, sharding_mod.PartitionSpec))
+  for p in specs:
+    if p is not None and not isinstance(p, sharding_mod.PartitionSpec):
+      raise TypeError(f"{fn}: pspecs must be PartitionSpecs (a pytree prefix of the "
+                      f"inputs), got {p!r}")
+  return [sharding_mod.PartitionSpec() if p is None else p for p in specs]
+
+
+def host_local_array_to_global_array(local_inputs, global_mesh, pspecs):
+  """Each leaf of `local_inputs` (this process's block) as one global Array over
+  `global_mesh`, laid out by its PartitionSpec in `pspecs` (a pytree prefix): the
+  processes' blocks are put side by side along the axes the spec splits across
+  processes (`make_array_from_process_local_data`). With one process the global Array
+  holds the same values.
+
+  >>> g = host_local_array_to_global_array(batch, mesh, P('data'))   # doctest: +SKIP
+  """
+  fn = "host_local_array_to_global_array"
+  leaves, tree = tree_util.tree_flatten(local_inputs)
+  specs = _spec_leaves(fn, pspecs, tree_util.tree_unflatten(tree, [0] * len(leaves)))
+  out = []
+  for x, p in zip(leaves, specs):
+    s = sharding_mod.NamedSharding(global_mesh, p)
+    if type(x) is backend.ArrayImpl and not x._sharding.is_fully_addressable:
+      out.append(x)   # already global
+      continue
+    out.append(make_array_from_process_local_data(s, np.asarray(x)))
+  return tree_util.tree_unflatten(tree, out)
+
+
+def global_array_to_host_local_array(global_inputs, global_mesh, pspecs):
+  """The inverse of `host_local_array_to_global_array`: each global Array's block that
+  this process's devices hold, as an Array over those devices (the local mesh) laid
+  out by the same PartitionSpec. With one process, the Array itself (laid out by the
+  spec).
+
+  >>> local = global_array_to_host_local_array(g, mesh, P('data'))   # doctest: +SKIP
+  """
+  from tracejax._src.api import device_put
+  fn = "global_array_to_host_local_array"
+  leaves, tree = tree_util.tree_flatten(global_inputs)
+  specs = _spec_leaves(fn, pspecs, tree_util.tree_unflatten(tree, [0] * len(leaves)))
+  local_mesh = _local_mesh(global_mesh)
+  out = []
+  for x, p in zip(leaves, specs):
+    local = sharding_mod.NamedSharding(local_mesh, p)
+    if _process_count() == 1 or type(x) is not backend.ArrayImpl:
+      out.append(device_put(x, local))
+      continue
+    devs = _local_devices_in_order(x._sharding)
+    shape = tuple(x.shape)
+    index, starts, stops = _process_box(x._sharding, shape, devs)
+    box = np.empty(tuple(b - a for a, b in zip(starts, stops)), np.dtype(x.dtype))
+    for sh in sharding_mod.shards(x):
+      idx = tuple(slice(sl.indices(n)[0] - a, sl.indices(n)[1] - a)
+                  for sl, n, a in zip(index[sh.device], shape, starts))
+      box[idx] = backend.to_numpy(sh.data)
+    out.append(device_put(box, local))
+  return tree_util.tree_unflatten(tree, out)
+
+
+def _local_mesh(mesh):
+  """The sub-mesh of `mesh` made of this process's devices (a box of the device grid)."""
+  pid = _process_index()
+  devs = np.asarray(mesh.devices)
+  where = np.argwhere(np.vectorize(lambda d: d.process_index == pid, otypes=[bool])(devs))
+  if len(where) == devs.size:
+    return mesh
+  if not len(where):
+    raise ValueError("global_array_to_host_local_array: the mesh has no device of this "
+                     "process")
+  lo, hi = where.min(0), where.max(0) + 1
+  box = devs[tuple(slice(a, b) for a, b in zip(lo, hi))]
+  if box.size != len(where):
+    raise ValueError("global_array_to_host_local_array: this process's devices do not "
+                     "form a box of the mesh's device grid")
+  return sharding_mod.Mesh(box, mesh.axis_names)

@@ -17,19 +17,24 @@ How it is wired (the rest of tracejax is unchanged while no mesh has Explicit ax
 * `Primitive.out_avals` (core/trace.py) calls `_sharding_rule` once a mesh with Explicit
   axes exists: it looks up the primitive's rule in `_RULES` and types the outputs;
   `lower_spmd` (interpreters/pxla.py) lays out each typed result by its type;
-* dot_general's transpose rule is wrapped so that a cotangent has its primal's type
-  (the weights' gradient of a data-parallel step contracts over the split batch axis).
+* every transpose rule is wrapped so that a cotangent has its primal's type, as JAX's
+  rules build them (the cotangents grown from `grad`'s untyped seed are laid out so;
+  dot_general's: the weights' gradient of a data-parallel step contracts over the
+  split batch axis, a sum, not an ambiguity).
 
 Rules exist for: elementwise primitives (operand specs merge axis by axis; two
 different mesh axes on one array axis are an error), `select_n` (the cases must agree),
-`convert_element_type` and other unary ops, reductions (`reduce_*`, `argmax`/`argmin`:
+`convert_element_type` and other unary ops, `concatenate` (typed operands must agree),
+reductions (`reduce_*`, `argmax`/`argmin`:
 the reduced axes are dropped), cumulative reductions and `sort` (the axis must not be
 split), `broadcast_in_dim`, `reshape` (splitting and merging of axes where JAX allows
 it), `squeeze`, `transpose`, `rev`, `concatenate`, `slice`/`pad`/`dynamic_slice` (the
 spec is kept), `dot_general` (batch axes merge, contracting axes split on both sides
 are an error unless `out_sharding=` is given), `sharding_constraint` (`reshard`) and
 `shard_map` (typed by their sharding / out_specs); `slice`/`pad`/`dynamic_slice`/
-`reduce_window*` (an axis whose size changes must stay divisible), `gather` and the
+`reduce_window*` (an axis whose size changes must stay divisible; the max-pool
+gradient's `select_and_scatter_add` takes the operand's sharding, its JVP's
+`select_and_gather_add` needs tangents laid out as the operand), `gather` and the
 scatters (JAX's rules: what is indexed into must be whole or unsplit), `dynamic_update_slice`
 (the update has the operand's sharding), `top_k`, `bitcast_convert_type`,
 `conv_general_dilated` (unsplit kernel and feature axis), `split`/`stack`/`unstack`/

@@ -149,7 +149,54 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 lowering.register_lowering(while_p, _while_lowering)
 
 
+def _hoist_invariant_carries(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts,
+                             body_nconsts):
+  """The carries the body hands back unchanged (its output is its input variable) and
+  whose tangent is nonzero, made constants of the loop: their final value (and tangent)
+  is the initial one. So their tangents never enter the loop, and reverse mode works
+  when only such carries are differentiated (as in JAX, whose loop rules forward them).
+  Returns None when there are none."""
+  nc = cond_nconsts + body_nconsts
+  carry_in = body_jaxpr.invars[body_nconsts:]
+  # (as JAX: only carries the condition does not read)
+  cond_reads = {id(v) for e in cond_jaxpr.eqns for v in e.invars} | {
+      id(v) for v in cond_jaxpr.outvars}
+  hoist = [o is i and type(t) is not ad.Zero and id(c) not in cond_reads
+           for o, i, t, c in zip(body_jaxpr.outvars, carry_in, tangents[nc:],
+                                 cond_jaxpr.invars[cond_nconsts:])]
+  if not any(hoist):
+    return None
+  keep = [i for i, h in enumerate(hoist) if not h]
+  moved = [i for i, h in enumerate(hoist) if h]
+
+  def move(jaxpr, nconsts, outvars):
+    inv = list(jaxpr.invars)
+    carry = inv[nconsts:]
+    new_inv = inv[:nconsts] + [carry[i] for i in moved] + [carry[i] for i in keep]
+    return ir.Jaxpr(jaxpr.constvars, new_inv, outvars, jaxpr.eqns)
+
+  cj = move(cond_jaxpr, cond_nconsts, cond_jaxpr.outvars)
+  bj = move(body_jaxpr, body_nconsts, [body_jaxpr.outvars[i] for i in keep])
+
+  def regroup(xs):
+    cc, bc, carry = xs[:cond_nconsts], xs[cond_nconsts:nc], xs[nc:]
+    hoisted = [carry[i] for i in moved]
+    return (list(cc) + hoisted + list(bc) + hoisted + [carry[i] for i in keep])
+
+  params = dict(cond_jaxpr=cj, body_jaxpr=bj, cond_nconsts=cond_nconsts + len(moved),
+                body_nconsts=body_nconsts + len(moved))
+  p_out, t_out = _while_jvp(regroup(primals), regroup(tangents), **params)
+  p_all, t_all = list(primals[nc:]), list(tangents[nc:])
+  for k, i in enumerate(keep):
+    p_all[i], t_all[i] = p_out[k], t_out[k]
+  return p_all, t_all
+
+
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  hoisted = _hoist_invariant_carries(primals, tangents, cond_jaxpr, body_jaxpr,
+                                     cond_nconsts, body_nconsts)
+  if hoisted is not None:
+    return hoisted
   nc = cond_nconsts + body_nconsts
   cconsts, bconsts, carry = primals[:cond_nconsts], primals[cond_nconsts:nc], primals[nc:]
   bc_t, carry_t = tangents[cond_nconsts:nc], tangents[nc:]

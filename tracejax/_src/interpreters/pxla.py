@@ -68,6 +68,8 @@ xla_pmap_p.map_primitive = True
 
 def _pmap_devices(n, devices, backend_name):
   """The devices of a pmap over `n` members (errors as JAX words them)."""
+  if n < 1:
+    raise ValueError(f"pmap needs a mapped axis of size at least 1, got {n}")
   if devices is not None:
     devices = tuple(devices)
     if len(devices) != n:
@@ -531,6 +533,36 @@ class PmapFunction:
   def __get__(self, obj, objtype=None):
     return self if obj is None else functools.partial(self, obj)
 
+  # -- ahead of time: the pmap as the one SPMD program jit makes of it --
+
+  def _as_jit(self):
+    from tracejax._src import jit as jit_mod
+    j = self.__dict__.get("_jit")
+    if j is None:
+      j = self.__dict__["_jit"] = jit_mod.Jitted(self, tuple(self.static), ())
+    return j
+
+  def lower(self, *args, **kwargs):
+    """The pmap lowered for these arguments (a `Lowered`: `.as_text()`, `.compile()`).
+
+    >>> jax.pmap(lambda x: x * 2).lower(np.ones((jax.device_count(), 3)))  # doctest: +SKIP
+    """
+    return self._as_jit().lower(*args, **kwargs)
+
+  def trace(self, *args, **kwargs):
+    """The pmap traced for these arguments (a `Traced`: `.jaxpr`, `.lower()`)."""
+    return self._as_jit().trace(*args, **kwargs)
+
+  def eval_shape(self, *args, **kwargs):
+    """The shapes and dtypes of the outputs, as ShapeDtypeStructs (nothing runs)."""
+    return self._as_jit().eval_shape(*args, **kwargs)
+
+  def clear_cache(self):
+    """Forget the compiled programs (the next call traces and compiles again)."""
+    self._cache.clear()
+    if "_jit" in self.__dict__:
+      self.__dict__["_jit"].clear_cache()
+
   # -- arguments --
 
   def _split(self, args):
@@ -654,8 +686,22 @@ class PmapFunction:
           return self._call_traced(args, static, in_tree, leaves, dyn, kwargs), None
         if key is not None:
           self._cache[key] = e
-      return self._run(e, leaves), e
+      out = self._run(e, leaves)
+      if self.donate_argnums:
+        self._delete_donated(args, static, out)
+      return out, e
     return self._call_traced(args, static, in_tree, leaves, dyn, kwargs), None
+
+  def _delete_donated(self, args, static, out):
+    """As JAX: the Arrays passed in donated positions are invalid after the call (their
+    buffers are freed once the program has read them; outputs are fresh buffers, so an
+    output is never the donated input itself)."""
+    keep = {id(o) for o in tree_util.tree_leaves(out)}
+    for i in self.donate_argnums:
+      if 0 <= i < len(args) and i not in static:
+        for x in tree_util.tree_leaves(args[i]):
+          if type(x) is Array and id(x) not in keep and not x.is_deleted():
+            x.delete()
 
   def _build(self, args, static, in_tree, leaves, dyn, kwargs):
     dims = self._in_dims(dyn, kwargs, in_tree, static)
@@ -769,7 +815,8 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     devices: the devices to run on, one per member (default: the first local devices).
     backend: the platform ('cpu', 'gpu').
     axis_size: the mapped size, when no argument is mapped.
-    donate_argnums: accepted for compatibility; inputs are not donated.
+    donate_argnums: positional arguments whose Arrays are donated: deleted once the
+      program has read them (using them afterwards raises RuntimeError), as in JAX.
     global_arg_shapes: accepted for compatibility (single process).
 
   Returns:
@@ -795,9 +842,13 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     raise TypeError(f"pmap static_broadcasted_argnums must be an int or a tuple of ints, "
                     f"got {static_broadcasted_argnums!r}") from None
   _check_axis("axis_size", axis_size)
+  if isinstance(donate_argnums, (int, np.integer)):
+    donate_argnums = (donate_argnums,)
+  donate_argnums = tuple(operator.index(i) for i in donate_argnums)
   pf = PmapFunction(fun, axis_name, in_axes, out_axes, static, devices, backend,
                     axis_size, donate_argnums)
-  if in_axes == 0 and out_axes == 0 and not static and type(in_axes) is int:
+  if in_axes == 0 and out_axes == 0 and not static and type(in_axes) is int and \
+      not donate_argnums:   # donation deletes inputs after each call: the Python path
     return _cpp_pmap(pf)
   return pf
 
@@ -830,6 +881,7 @@ def _cpp_pmap(pf):
   f = xb.make_cpp_jit(f"pmap_{pf._name}", pf, cache_miss, (), (), ("pmap", id(pf)))
   f = functools.wraps(pf.fun)(f)
   f._pmapped = pf
+  f._jitted = pf   # `.lower()`, `.trace()`, `.eval_shape()`, `.clear_cache()` (jit.py)
   return f
 
 
@@ -1221,8 +1273,10 @@ def _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged_mesh_=None, jaxpr=N
         # As JAX: a committed array cannot join a program over other devices.
         raise ValueError(
             f"Received incompatible devices for jitted computation. Got "
-            f"{sharding_mod._describe(x, f'{i} of {jitted._name}')} and shardings over "
-            f"device ids {[d.id for d in devices]}")
+            f"{sharding_mod._describe(x, f'{i} of {jitted._name}')} and "
+            f"{'shardings over' if staged_mesh_ is None else 'a pmap or shard_map inside jit with'}"
+            f" device ids {[d.id for d in devices]} on platform "
+            f"{devices[0].platform.upper()}")
       else:
         s = hints[i] if hints is not None and hints[i] is not None else rep
     if tuple(s._device_assignment) != tuple(devices):

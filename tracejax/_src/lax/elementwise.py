@@ -568,6 +568,9 @@ pow_p = standard_primitive(_nary_shape_rule("pow"), _pow_dtype_rule, "pow")
 
 
 def _pow_jvp_lhs(g, ans, x, y):
+  # As JAX, x and y are cast (strong) before the derivative's formula: the x tangent of
+  # pow is strong even when x and y are weak.
+  x, y = _strong(x), _strong(y)
   if dtypes.issubdtype(_dtype(y), np.integer):
     shape = _out_shape(x, y)
     x, y = _maybe_broadcast(shape, x), _maybe_broadcast(shape, y)
@@ -581,7 +584,12 @@ def _pow_jvp_lhs(g, ans, x, y):
 
 
 def _pow_jvp_rhs(g, ans, x, y):
-  return mul(g, mul(log(_replace_zero(x)), ans))
+  return _strong(mul(g, mul(log(_replace_zero(x)), ans)))  # JAX casts it (strong)
+
+
+def _strong(x):
+  """`x` without its weak type (JAX's public convert_element_type in a rule)."""
+  return _convert_element_type(x, _dtype(x), weak_type=False)
 
 
 _defjvp2_nary(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)

@@ -546,6 +546,31 @@ def _triangular_solve_lowering(ctx, a, b, *, left_side, lower, transpose_a, conj
                                hlo.TransposeAttr.get(kind))]
 
 
+def _triangular_solve_cpu_lowering(ctx, a, b, *, left_side, lower, transpose_a,
+                                   conjugate_a, unit_diagonal):
+  # On CPU, LAPACK's trsm (as JAX): plain substitution. XLA's own expander inverts
+  # diagonal blocks first, so an infinite pivot gives NaNs where substitution gives
+  # 0 (e.g. in inv of a matrix holding inf).
+  a_aval, b_aval = ctx.avals_in
+  if a_aval.dtype not in _lapack_dtypes:
+    return _triangular_solve_lowering(ctx, a, b, left_side=left_side, lower=lower,
+                                      transpose_a=transpose_a, conjugate_a=conjugate_a,
+                                      unit_diagonal=unit_diagonal)
+  if 0 in a_aval.shape or 0 in b_aval.shape:
+    return [b]  # nothing to solve (the result has no elements or b's shape)
+  if conjugate_a and not transpose_a:
+    a = hlo.complex(hlo.real(a), hlo.negate(hlo.imag(a)))
+    conjugate_a = False
+  trans = ("C" if conjugate_a else "T") if transpose_a else "N"
+  out, = _lapack_call(ctx, _lapack_target("trsm", a_aval.dtype), [a, b], [a_aval, b_aval],
+                      [ctx.avals_out[0]], attrs={"side": "L" if left_side else "R",
+                                                 "uplo": "L" if lower else "U",
+                                                 "trans_x": trans,
+                                                 "diag": "U" if unit_diagonal else "N"},
+                      aliases={0: 1})
+  return [out]
+
+
 triangular_solve_p = standard_primitive(_triangular_solve_shape_rule,
                                         _triangular_solve_dtype_rule, "triangular_solve",
                                         weak_type_rule=_no_weak_type)
@@ -553,6 +578,7 @@ ad.defjvp2(triangular_solve_p, _triangular_solve_jvp_a, _triangular_solve_jvp_b)
 ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
 batching.primitive_batchers[triangular_solve_p] = _triangular_solve_batch
 mlir.register_lowering(triangular_solve_p, _triangular_solve_lowering)
+mlir.register_lowering(triangular_solve_p, _triangular_solve_cpu_lowering, platform="cpu")
 
 
 # =============================================================================

@@ -122,6 +122,63 @@ def _env_groups(ctx, prim_name, axis_name):
   return replica_groups(env, _names(axis_name))
 
 
+def _groups_kw(axis_index_groups):
+  """The `axis_index_groups` parameter of a collective's bind: present only when given,
+  so that jaxprs without groups print as before."""
+  return {} if axis_index_groups is None else {"axis_index_groups": axis_index_groups}
+
+
+def _check_groups(axis_index_groups, axis_name, equal_sizes):
+  """`axis_index_groups` as a tuple of tuples of ints, checked against the size of the
+  named axis (when it is known while tracing): every index exactly once, and (for the
+  collectives whose result shape depends on it) groups of one size."""
+  if axis_index_groups is None:
+    return None
+  try:
+    groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+  except TypeError:
+    raise TypeError("axis_index_groups must be a sequence of sequences of ints, got "
+                    f"{axis_index_groups!r}") from None
+  try:
+    n = axis_size(axis_name)
+  except NameError:
+    n = None
+  flat = sorted(i for g in groups for i in g)
+  if not groups or (n is not None and flat != list(range(n))) or len(set(flat)) != len(flat):
+    raise ValueError(f"axis_index_groups must cover all indices exactly once, got {groups} "
+                     f"for axis {axis_name!r}" + (f" of size {n}" if n is not None else ""))
+  if equal_sizes and len({len(g) for g in groups}) != 1:
+    raise ValueError(f"axis_index_groups must all be the same size, got {groups}")
+  return groups
+
+
+def _group_size(axis_name, axis_index_groups):
+  """The number of members a collective combines: the group size, else the axis size."""
+  return len(axis_index_groups[0]) if axis_index_groups else axis_size(axis_name)
+
+
+def _apply_groups(groups, axis_index_groups):
+  """Replica groups restricted to `axis_index_groups` (indices along the named axes)."""
+  if axis_index_groups is None:
+    return groups
+  return np.array([[row[i] for i in g] for row in groups for g in axis_index_groups],
+                  np.int64) if len({len(g) for g in axis_index_groups}) == 1 else \
+      _ragged(groups, axis_index_groups)
+
+
+def _ragged(groups, axis_index_groups):
+  # Groups of several sizes (psum accepts them): XLA takes them padded with -1.
+  rows = [[row[i] for i in g] for row in groups for g in axis_index_groups]
+  width = max(map(len, rows))
+  return np.array([r + [-1] * (width - len(r)) for r in rows], np.int64)
+
+
+def _no_vmap_groups(axis_index_groups, what="vmap collectives"):
+  if axis_index_groups is not None:
+    raise NotImplementedError(f"axis_index_groups not supported in {what}. Please open a "
+                              "feature request!")
+
+
 def _i64_attr(groups):
   return ir.DenseIntElementsAttr.get(np.ascontiguousarray(groups, np.int64))
 
@@ -170,8 +227,9 @@ def _min_combiner(aval):
 
 
 def _reduction_lowering(combine):
-  def rule(ctx, *args, axis_name):
-    groups = _env_groups(ctx, ctx.primitive.name, axis_name)
+  def rule(ctx, *args, axis_name, axis_index_groups=None):
+    groups = _apply_groups(_env_groups(ctx, ctx.primitive.name, axis_name),
+                           axis_index_groups)
     return [_all_reduce(x, a, groups, combine, _channel(ctx))
             for x, a in zip(args, ctx.avals_in)]
   return rule
@@ -207,10 +265,11 @@ def _one_or_tuple(names):
 
 
 def _reduce_batch(prim, reduce_fn, scale_unbatched):
-  def rule(trace, vals, dims, *, axis_name):
+  def rule(trace, vals, dims, *, axis_name, axis_index_groups=None):
     mine, rest = _split_names(trace, axis_name)
     if not mine:
-      return prim.bind(*vals, axis_name=axis_name), dims
+      return prim.bind(*vals, axis_name=axis_name, **_groups_kw(axis_index_groups)), dims
+    _no_vmap_groups(axis_index_groups)
     outs = []
     for x, d in zip(vals, dims):
       outs.append(reduce_fn(x, d) if d is not None else scale_unbatched(x, trace.axis_size))
@@ -226,21 +285,28 @@ def _as_list(cts):
 
 # ---- psum, pmean ----
 
-def psum(x, axis_name):
+def psum(x, axis_name, *, axis_index_groups=None):
   """Sum `x` (a pytree) over the members of the named axis (or axes, a tuple).
 
   Args:
-    x: a pytree of arrays.
+    x: a pytree of arrays (booleans are counted, as int32, as in JAX).
     axis_name: the name bound by an enclosing `pmap`/`vmap`, or a tuple of names.
+    axis_index_groups: None, or groups of indices along the axis (every index once):
+      each member sums over its group only (pmap and shard_map, not vmap).
 
   >>> pmap(lambda v: lax.psum(v, 'i'), axis_name='i')(jnp.arange(4.))  # doctest: +SKIP
   DeviceArray([6., 6., 6., 6.], dtype=float32)
   """
+  from tracejax._src.lax import elementwise
+  groups = _check_groups(axis_index_groups, axis_name, False)
   leaves, tree = tree_util.tree_flatten(x)
-  return tree_util.tree_unflatten(tree, psum_p.bind(*leaves, axis_name=axis_name))
+  leaves = [elementwise.convert_element_type(v, np.int32) if np.result_type(v) == np.bool_
+            else v for v in leaves]
+  return tree_util.tree_unflatten(tree, psum_p.bind(*leaves, axis_name=axis_name,
+                                                    **_groups_kw(groups)))
 
 
-psum_p = _collective("psum", lambda *avals, axis_name: list(avals),
+psum_p = _collective("psum", lambda *avals, axis_name, **_: list(avals),
                      _reduction_lowering(_sum_combiner))
 
 
@@ -256,45 +322,54 @@ def _times_size(x, n):
 
 _reduce_batch(psum_p, _sum_over, _times_size)
 # As in JAX (2020 and today without varying-axis checks): psum's transpose is psum.
-ad.deflinear2(psum_p, lambda cts, *args, axis_name: psum_p.bind(
-    *[ad.instantiate_zeros(c) for c in _as_list(cts)], axis_name=axis_name))
+ad.deflinear2(psum_p, lambda cts, *args, axis_name, axis_index_groups=None: psum_p.bind(
+    *[ad.instantiate_zeros(c) for c in _as_list(cts)], axis_name=axis_name,
+    **_groups_kw(axis_index_groups)))
 
 
-def pmean(x, axis_name):
-  """Mean of `x` (a pytree) over the members of the named axis (or axes).
+def pmean(x, axis_name, *, axis_index_groups=None):
+  """Mean of `x` (a pytree) over the members of the named axis (or axes), or of each
+  member's group (`axis_index_groups`, as for `psum`).
 
   >>> pmap(lambda v: lax.pmean(v, 'i'), axis_name='i')(jnp.arange(4.))  # doctest: +SKIP
   DeviceArray([1.5, 1.5, 1.5, 1.5], dtype=float32)
   """
-  n = psum(1, axis_name)
-  return tree_util.tree_map(lambda v: v / n, psum(x, axis_name))
+  n = psum(1, axis_name, axis_index_groups=axis_index_groups)
+  return tree_util.tree_map(lambda v: v / n,
+                            psum(x, axis_name, axis_index_groups=axis_index_groups))
 
 
 # ---- pmax / pmin ----
 
-def pmax(x, axis_name):
-  """Maximum of `x` (a pytree) over the members of the named axis (or axes).
+def pmax(x, axis_name, *, axis_index_groups=None):
+  """Maximum of `x` (a pytree) over the members of the named axis (or axes), or of each
+  member's group (`axis_index_groups`, as for `psum`). Not differentiable (as in JAX).
 
   >>> pmap(lambda v: lax.pmax(v, 'i'), axis_name='i')(jnp.arange(4.))  # doctest: +SKIP
   DeviceArray([3., 3., 3., 3.], dtype=float32)
   """
+  groups = _check_groups(axis_index_groups, axis_name, False)
   leaves, tree = tree_util.tree_flatten(x)
-  return tree_util.tree_unflatten(tree, pmax_p.bind(*leaves, axis_name=axis_name))
+  return tree_util.tree_unflatten(tree, pmax_p.bind(*leaves, axis_name=axis_name,
+                                                    **_groups_kw(groups)))
 
 
-def pmin(x, axis_name):
-  """Minimum of `x` (a pytree) over the members of the named axis (or axes).
+def pmin(x, axis_name, *, axis_index_groups=None):
+  """Minimum of `x` (a pytree) over the members of the named axis (or axes), or of each
+  member's group (`axis_index_groups`, as for `psum`). Not differentiable (as in JAX).
 
   >>> pmap(lambda v: lax.pmin(v, 'i'), axis_name='i')(jnp.arange(4.))  # doctest: +SKIP
   DeviceArray([0., 0., 0., 0.], dtype=float32)
   """
+  groups = _check_groups(axis_index_groups, axis_name, False)
   leaves, tree = tree_util.tree_flatten(x)
-  return tree_util.tree_unflatten(tree, pmin_p.bind(*leaves, axis_name=axis_name))
+  return tree_util.tree_unflatten(tree, pmin_p.bind(*leaves, axis_name=axis_name,
+                                                    **_groups_kw(groups)))
 
 
-pmax_p = _collective("pmax", lambda *avals, axis_name: list(avals),
+pmax_p = _collective("pmax", lambda *avals, axis_name, **_: list(avals),
                      _reduction_lowering(_max_combiner))
-pmin_p = _collective("pmin", lambda *avals, axis_name: list(avals),
+pmin_p = _collective("pmin", lambda *avals, axis_name, **_: list(avals),
                      _reduction_lowering(_min_combiner))
 
 
@@ -312,25 +387,9 @@ _reduce_batch(pmax_p, _max_over, lambda x, n: x)
 _reduce_batch(pmin_p, _min_over, lambda x, n: x)
 
 
-def _pminmax_jvp(prim):
-  def jvp(primals, tangents, *, axis_name):
-    from tracejax._src.lax import elementwise
-    outs = prim.bind(*primals, axis_name=axis_name)
-    t_outs = []
-    for x, t, o in zip(primals, tangents, outs):
-      if type(t) is ad.Zero:
-        t_outs.append(t)
-        continue
-      # The tangent of the member(s) that attain the extremum, averaged over ties.
-      mask = elementwise.convert_element_type(elementwise.eq(x, o), np.result_type(t))
-      num = psum(elementwise.mul(t, mask), axis_name)
-      t_outs.append(elementwise.div(num, psum(mask, axis_name)))
-    return outs, t_outs
-  ad.primitive_jvps[prim] = jvp
-
-
-_pminmax_jvp(pmax_p)
-_pminmax_jvp(pmin_p)
+# pmax and pmin have no differentiation rule, as in JAX (2020 and 0.10.2): grad/jvp
+# through them raise NotImplementedError("Differentiation rule for 'pmax' not
+# implemented"), the generic message of ad.py for a primitive without a JVP.
 
 
 # ---- axis_index ----
@@ -340,8 +399,20 @@ def axis_index(axis_name):
 
   >>> pmap(lambda v: v * lax.axis_index('i'), axis_name='i')(jnp.ones(4))  # doctest: +SKIP
   DeviceArray([0., 1., 2., 3.], dtype=float32)
+
+  With a tuple of names, the member's position in the row-major order of those axes
+  (the first name varies slowest).
   """
-  return axis_index_p.bind(axis_name=axis_name)
+  names = _names(axis_name)
+  if len(names) == 1:
+    return axis_index_p.bind(axis_name=names[0])
+  from tracejax._src.lax import elementwise
+  idx = None
+  for n in names:
+    i = axis_index_p.bind(axis_name=n)
+    idx = i if idx is None else elementwise.add(
+        elementwise.mul(idx, np.int32(axis_size(n))), i)
+  return idx
 
 
 def _axis_index_lowering(ctx, *, axis_name):
@@ -454,31 +525,39 @@ ad.deflinear2(ppermute_p, lambda cts, *args, axis_name, perm: ppermute_p.bind(
 
 # ---- all_gather ----
 
-def all_gather(x, axis_name, *, axis=0, tiled=False):
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
   """Every member receives the values of all members, stacked along a new axis `axis`
   (or, with `tiled=True`, concatenated along the existing axis `axis`).
 
   Args:
     x: a pytree of arrays.
     axis_name: the named axis.
+    axis_index_groups: None, or groups (of one size) of indices along the axis: each
+      member gathers its group's values only (pmap and shard_map, not vmap).
     axis: where the members' axis goes in the result.
     tiled: concatenate instead of stacking.
 
   >>> pmap(lambda v: lax.all_gather(v, 'i'), 'i')(jnp.arange(2.))  # doctest: +SKIP
   DeviceArray([[0., 1.], [0., 1.]], dtype=float32)
   """
+  groups = _check_groups(axis_index_groups, axis_name, True)
   leaves, tree = tree_util.tree_flatten(x)
+  outs = []
   for leaf in leaves:
     nd = np.ndim(leaf)
-    if not isinstance(axis, (int, np.integer)) or not 0 <= axis <= nd - bool(tiled):
+    ax = axis
+    if isinstance(ax, (int, np.integer)) and ax < 0:   # counted from the end, as in JAX
+      ax += nd + (not tiled)
+    if not isinstance(ax, (int, np.integer)) or not 0 <= ax <= nd - bool(tiled):
       raise ValueError(f"all_gather: axis={axis!r} is out of range for an operand of rank "
                        f"{nd} (tiled={tiled})")
-  return tree_util.tree_unflatten(tree, all_gather_p.bind(
-      *leaves, axis_name=axis_name, axis=int(axis), tiled=bool(tiled)))
+    outs += all_gather_p.bind(leaf, axis_name=axis_name, axis=int(ax), tiled=bool(tiled),
+                              **_groups_kw(groups))
+  return tree_util.tree_unflatten(tree, outs)
 
 
-def _all_gather_abstract_eval(*avals, axis_name, axis, tiled):
-  n = axis_size(axis_name)
+def _all_gather_abstract_eval(*avals, axis_name, axis, tiled, axis_index_groups=None):
+  n = _group_size(axis_name, axis_index_groups)
   outs = []
   for a in avals:
     shape = list(a.shape)
@@ -490,8 +569,8 @@ def _all_gather_abstract_eval(*avals, axis_name, axis, tiled):
   return outs
 
 
-def _all_gather_lowering(ctx, *args, axis_name, axis, tiled):
-  groups = _env_groups(ctx, "all_gather", axis_name)
+def _all_gather_lowering(ctx, *args, axis_name, axis, tiled, axis_index_groups=None):
+  groups = _apply_groups(_env_groups(ctx, "all_gather", axis_name), axis_index_groups)
   outs = []
   for x, a_in, a_out in zip(args, ctx.avals_in, ctx.avals_out):
     if not tiled:  # gather along a new axis of size 1
@@ -507,14 +586,16 @@ def _all_gather_lowering(ctx, *args, axis_name, axis, tiled):
 all_gather_p = _collective("all_gather", _all_gather_abstract_eval, _all_gather_lowering)
 
 
-def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled):
+def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled, axis_index_groups=None):
   from tracejax._src.lax import structural
   from tracejax._src.lax import utils as lax_utils
   mine, rest = _split_names(trace, axis_name)
   if not mine:
     vals = [lax_utils.bdim_at_front(x, d, trace.axis_size) for x, d in zip(vals, dims)]
-    outs = all_gather_p.bind(*vals, axis_name=axis_name, axis=axis + 1, tiled=tiled)
+    outs = all_gather_p.bind(*vals, axis_name=axis_name, axis=axis + 1, tiled=tiled,
+                             **_groups_kw(axis_index_groups))
     return outs, [0] * len(outs)
+  _no_vmap_groups(axis_index_groups, "vmap")
   if rest:
     return _all_gather_several(trace, vals, dims, axis_name, axis, tiled, rest), \
         [None] * len(vals)
@@ -559,30 +640,39 @@ def _all_gather_several(trace, vals, dims, axis_name, axis, tiled, rest):
 
 
 batching.primitive_batchers[all_gather_p] = _all_gather_batch
-ad.deflinear2(all_gather_p, lambda cts, *args, axis_name, axis, tiled: reduce_scatter_p.bind(
-    *[ad.instantiate_zeros(c) for c in _as_list(cts)], axis_name=axis_name,
-    scatter_dimension=axis, tiled=tiled))
+ad.deflinear2(all_gather_p, lambda cts, *args, axis_name, axis, tiled, axis_index_groups=None:
+              reduce_scatter_p.bind(*[ad.instantiate_zeros(c) for c in _as_list(cts)],
+                                    axis_name=axis_name, scatter_dimension=axis, tiled=tiled,
+                                    **_groups_kw(axis_index_groups)))
 
 
 # ---- psum_scatter (reduce_scatter) ----
 
-def psum_scatter(x, axis_name, *, scatter_dimension=0, tiled=False):
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
   """Sum `x` over the members of the named axis, and give member i only block i of the
   sum along `scatter_dimension` (whose size must be the axis size, or with `tiled=True`
   a multiple of it; untiled, the dimension is removed).
 
   >>> pmap(lambda v: lax.psum_scatter(v, 'i'), 'i')(jnp.ones((2, 2)))  # doctest: +SKIP
   DeviceArray([2., 2.], dtype=float32)
+
+  `axis_index_groups` (groups of one size): each member sums over its group and gets
+  its block of that sum (pmap and shard_map, not vmap).
   """
+  groups = _check_groups(axis_index_groups, axis_name, True)
   leaves, tree = tree_util.tree_flatten(x)
+  outs = []
   for leaf in leaves:
     nd = np.ndim(leaf)
-    if not isinstance(scatter_dimension, (int, np.integer)) or not 0 <= scatter_dimension < nd:
+    sd = scatter_dimension
+    if isinstance(sd, (int, np.integer)) and sd < 0:   # counted from the end
+      sd += nd
+    if not isinstance(sd, (int, np.integer)) or not 0 <= sd < nd:
       raise ValueError(f"psum_scatter: scatter_dimension={scatter_dimension!r} is not an "
                        f"axis of an operand of rank {nd}")
-  return tree_util.tree_unflatten(tree, reduce_scatter_p.bind(
-      *leaves, axis_name=axis_name, scatter_dimension=int(scatter_dimension),
-      tiled=bool(tiled)))
+    outs += reduce_scatter_p.bind(leaf, axis_name=axis_name, scatter_dimension=int(sd),
+                                  tiled=bool(tiled), **_groups_kw(groups))
+  return tree_util.tree_unflatten(tree, outs)
 
 
 def _check_scatter_size(size, n, tiled, scatter_dimension):
@@ -591,8 +681,9 @@ def _check_scatter_size(size, n, tiled, scatter_dimension):
                      f"which must {'be a multiple of' if tiled else 'equal'} the axis size {n}")
 
 
-def _reduce_scatter_abstract_eval(*avals, axis_name, scatter_dimension, tiled):
-  n = axis_size(axis_name)
+def _reduce_scatter_abstract_eval(*avals, axis_name, scatter_dimension, tiled,
+                                  axis_index_groups=None):
+  n = _group_size(axis_name, axis_index_groups)
   outs = []
   for a in avals:
     shape = list(a.shape)
@@ -605,8 +696,9 @@ def _reduce_scatter_abstract_eval(*avals, axis_name, scatter_dimension, tiled):
   return outs
 
 
-def _reduce_scatter_lowering(ctx, *args, axis_name, scatter_dimension, tiled):
-  groups = _env_groups(ctx, "psum_scatter", axis_name)
+def _reduce_scatter_lowering(ctx, *args, axis_name, scatter_dimension, tiled,
+                             axis_index_groups=None):
+  groups = _apply_groups(_env_groups(ctx, "psum_scatter", axis_name), axis_index_groups)
   outs = []
   for x, a_in, a_out in zip(args, ctx.avals_in, ctx.avals_out):
     shape = list(a_in.shape)
@@ -629,7 +721,8 @@ reduce_scatter_p = _collective("reduce_scatter", _reduce_scatter_abstract_eval,
                                _reduce_scatter_lowering)
 
 
-def _reduce_scatter_batch(trace, vals, dims, *, axis_name, scatter_dimension, tiled):
+def _reduce_scatter_batch(trace, vals, dims, *, axis_name, scatter_dimension, tiled,
+                          axis_index_groups=None):
   from tracejax._src.lax import reductions, structural
   from tracejax._src.lax import utils as lax_utils
   mine, rest = _split_names(trace, axis_name)
@@ -637,8 +730,10 @@ def _reduce_scatter_batch(trace, vals, dims, *, axis_name, scatter_dimension, ti
   if not mine:
     vals = [lax_utils.bdim_at_front(x, d, n) for x, d in zip(vals, dims)]
     outs = reduce_scatter_p.bind(*vals, axis_name=axis_name,
-                                 scatter_dimension=scatter_dimension + 1, tiled=tiled)
+                                 scatter_dimension=scatter_dimension + 1, tiled=tiled,
+                                 **_groups_kw(axis_index_groups))
     return outs, [0] * len(outs)
+  _no_vmap_groups(axis_index_groups)
   if rest:
     raise NotImplementedError("psum_scatter over several axis names at once under vmap")
   outs = []
@@ -656,14 +751,16 @@ def _reduce_scatter_batch(trace, vals, dims, *, axis_name, scatter_dimension, ti
 
 
 batching.primitive_batchers[reduce_scatter_p] = _reduce_scatter_batch
-ad.deflinear2(reduce_scatter_p, lambda cts, *args, axis_name, scatter_dimension, tiled:
+ad.deflinear2(reduce_scatter_p, lambda cts, *args, axis_name, scatter_dimension, tiled,
+              axis_index_groups=None:
               all_gather_p.bind(*[ad.instantiate_zeros(c) for c in _as_list(cts)],
-                                axis_name=axis_name, axis=scatter_dimension, tiled=tiled))
+                                axis_name=axis_name, axis=scatter_dimension, tiled=tiled,
+                                **_groups_kw(axis_index_groups)))
 
 
 # ---- all_to_all, pswapaxes ----
 
-def all_to_all(x, axis_name, split_axis, concat_axis):
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
   """Materialize the named axis and map another: member i receives slice i (along
   `split_axis`, whose size must be the named axis' size) of every member's value,
   stacked along a new axis at `concat_axis` (in the order of the members).
@@ -671,18 +768,50 @@ def all_to_all(x, axis_name, split_axis, concat_axis):
   The result's shape is `x.shape` with `split_axis` removed and an axis of the named
   axis' size inserted at `concat_axis`.
 
+  With `tiled=True` the shape is kept but for `split_axis`, divided by the axis size,
+  and `concat_axis`, multiplied by it: member i receives block i of every member's
+  `split_axis`, concatenated along `concat_axis`. `axis_index_groups` (groups of one
+  size) exchange within each group only (pmap and shard_map, not vmap).
+
   >>> vmap(lambda v: all_to_all(v, 'i', 0, 0), axis_name='i')(x)  # doctest: +SKIP
   ... # equals jnp.swapaxes(x, 0, 1) for x of shape (n, n, ...)
   """
+  groups = _check_groups(axis_index_groups, axis_name, True)
   leaves, tree = tree_util.tree_flatten(x)
+  outs = []
   for leaf in leaves:
     nd = np.ndim(leaf)
+    axes = []
     for name, ax in (("split_axis", split_axis), ("concat_axis", concat_axis)):
+      if isinstance(ax, (int, np.integer)) and ax < 0:   # counted from the end
+        ax += nd
       if not isinstance(ax, (int, np.integer)) or not 0 <= ax < max(nd, 1):
         raise ValueError(f"all_to_all: {name}={ax!r} is not an axis of an operand of "
                          f"rank {nd}")
-  return tree_util.tree_unflatten(tree, all_to_all_p.bind(
-      *leaves, axis_name=axis_name, split_axis=int(split_axis), concat_axis=int(concat_axis)))
+      axes.append(int(ax))
+    sa, ca = axes
+    if not tiled:
+      outs += all_to_all_p.bind(leaf, axis_name=axis_name, split_axis=sa, concat_axis=ca,
+                                **_groups_kw(groups))
+      continue
+    outs.append(_all_to_all_tiled(leaf, axis_name, sa, ca, groups))
+  return tree_util.tree_unflatten(tree, outs)
+
+
+def _all_to_all_tiled(x, axis_name, sa, ca, groups):
+  """Tiled all_to_all as the untiled one: split `sa` into (n, size // n), exchange the
+  n blocks (they arrive stacked at `ca`), then merge that stack into `ca`."""
+  from tracejax._src.lax import structural
+  n = _group_size(axis_name, groups)
+  shape = tuple(np.shape(x))
+  if shape[sa] % n:
+    raise ValueError(f"The size of all_to_all split_axis ({shape[sa]}) has to be divisible "
+                     f"by the size of the named axis {axis_name} ({n})")
+  y = structural.reshape(x, shape[:sa] + (n, shape[sa] // n) + shape[sa + 1:])
+  y = all_to_all_p.bind(y, axis_name=axis_name, split_axis=sa, concat_axis=ca,
+                        **_groups_kw(groups))[0]
+  ys = tuple(y.shape)
+  return structural.reshape(y, ys[:ca] + (ys[ca] * ys[ca + 1],) + ys[ca + 2:])
 
 
 def pswapaxes(x, axis_name, axis):
@@ -695,9 +824,10 @@ def pswapaxes(x, axis_name, axis):
   return all_to_all(x, axis_name, axis, axis)
 
 
-def _all_to_all_abstract_eval(*avals, axis_name, split_axis, concat_axis):
-  try:
-    n = axis_size(axis_name)   # bound by an enclosing pmap's trace: check the split size
+def _all_to_all_abstract_eval(*avals, axis_name, split_axis, concat_axis,
+                              axis_index_groups=None):
+  try:   # bound by an enclosing pmap's trace: check the split size
+    n = _group_size(axis_name, axis_index_groups)
   except NameError:
     n = None
   outs = []
@@ -712,8 +842,9 @@ def _all_to_all_abstract_eval(*avals, axis_name, split_axis, concat_axis):
   return outs
 
 
-def _all_to_all_lowering(ctx, *args, axis_name, split_axis, concat_axis):
-  groups = _env_groups(ctx, "all_to_all", axis_name)
+def _all_to_all_lowering(ctx, *args, axis_name, split_axis, concat_axis,
+                         axis_index_groups=None):
+  groups = _apply_groups(_env_groups(ctx, "all_to_all", axis_name), axis_index_groups)
   n = len(groups[0])
   outs = []
   for x, a_in, a_out in zip(args, ctx.avals_in, ctx.avals_out):
@@ -745,15 +876,17 @@ def _all_to_all_op(x, out_aval, split_dimension, concat_dimension, n, groups, kw
 all_to_all_p = _collective("all_to_all", _all_to_all_abstract_eval, _all_to_all_lowering)
 
 
-def _all_to_all_batch(trace, vals, dims, *, axis_name, split_axis, concat_axis):
+def _all_to_all_batch(trace, vals, dims, *, axis_name, split_axis, concat_axis,
+                      axis_index_groups=None):
   from tracejax._src.lax import utils as lax_utils
   mine, rest = _split_names(trace, axis_name)
   if not mine:
     # Another map's axis: move it in front and shift the per-member axes past it.
     vals = [lax_utils.bdim_at_front(x, d, trace.axis_size) for x, d in zip(vals, dims)]
     outs = all_to_all_p.bind(*vals, axis_name=axis_name, split_axis=split_axis + 1,
-                             concat_axis=concat_axis + 1)
+                             concat_axis=concat_axis + 1, **_groups_kw(axis_index_groups))
     return outs, [0] * len(outs)
+  _no_vmap_groups(axis_index_groups)
   if rest:
     raise ValueError(f"all_to_all takes one axis name, got {axis_name!r}")
   n = trace.axis_size
@@ -772,6 +905,8 @@ def _all_to_all_batch(trace, vals, dims, *, axis_name, split_axis, concat_axis):
 
 batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
 # Linear; the transpose sends every slice back: split and concat axes exchanged.
-ad.deflinear2(all_to_all_p, lambda cts, *args, axis_name, split_axis, concat_axis: [
+ad.deflinear2(all_to_all_p, lambda cts, *args, axis_name, split_axis, concat_axis,
+              axis_index_groups=None: [
     all_to_all_p.bind(ad.instantiate_zeros(c), axis_name=axis_name, split_axis=concat_axis,
-                      concat_axis=split_axis)[0] for c in _as_list(cts)])
+                      concat_axis=split_axis, **_groups_kw(axis_index_groups))[0]
+    for c in _as_list(cts)])

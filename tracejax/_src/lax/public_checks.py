@@ -191,7 +191,7 @@ def _elementwise(fn, name, accepted, tip=None, nops=None):
   return _checked(fn, lambda dts, ops: _elementwise_error(name, accepted, tip, dts), nops)
 
 
-# ---- special cases: pow, integer_pow, select_n, clamp ----
+# ---- special cases: pow, integer_pow, reciprocal, select_n, select ----
 
 def _pow_error(dts, ops):
   x, y = dts

@@ -412,6 +412,8 @@ def _elementwise_monoids():
 
 def _get_monoid_reducer(computation, init_values):
   """The monoid primitive for `computation` when the init value is its identity."""
+  # (the public tracejax.lax.add/max/... are checked wrappers of the _src functions)
+  computation = getattr(computation, "__wrapped__", computation)
   if len(init_values) != 1:
     return None
   (x,) = init_values

@@ -196,8 +196,9 @@ def sparse_plus(x):
   [-1, 1]; its derivative is `sparse_sigmoid`.
   """
   x = jnp.asarray(x)
+  # (x + 1.0: an integer x gives a weak default float, as in JAX; fuzzer seed 201)
   return jnp.where(x <= -1.0, jnp.zeros_like(x),
-                   jnp.where(x >= 1.0, x, jnp.square(x + 1) / 4))
+                   jnp.where(x >= 1.0, x, jnp.square(x + 1.0) / 4))
 
 
 @jit

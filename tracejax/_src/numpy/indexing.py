@@ -372,10 +372,13 @@ class _GatherIndexer:
                "unique", "sorted", "empty_axes")
 
   def check_empty_axes(self):
-    # An empty axis has nothing to clamp to: NumPy's error for any read of it.
+    # An empty axis has nothing to clamp to. An index array there is a TypeError in
+    # JAX (its gather's slice of size 1 does not fit); an integer was an IndexError
+    # already (_parse).
     if self.empty_axes:
       d = self.empty_axes[0]
-      raise IndexError(f"index is out of bounds for axis {d} with size 0")
+      raise TypeError(f"index is out of bounds for axis {d} with size 0: the gather's "
+                      f"slice size 1 at index {d} is out of range [0, 0 + 1).")
 
 
 def _index_dtype(specs, shape):

@@ -9,6 +9,8 @@ import builtins
 
 import functools
 
+import operator
+
 import numpy as np
 
 from tracejax._src import dtypes
@@ -62,7 +64,10 @@ def _reduce(name, a, axis, dtype, keepdims, lax_fn, *, bool_fn=None, promote_int
   if identity is None and initial is None and builtins.any(in_shape[d] == 0 for d in dims):
     raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
   fn = bool_fn if (bool_fn is not None and comp == np.bool_) else lax_fn
-  out = fn(a, dims) if dims else util.fresh_array(a)  # (0-d: never the NumPy input)
+  # (0-d: never the NumPy input.) max/min reduce even over no axes, as in JAX: their
+  # derivative is NaN where the value is NaN (fuzzer seed 201: jvp of min(nan) is nan).
+  chooser = fn in (lax_red.reduce_max, lax_red.reduce_min)
+  out = fn(a, dims) if dims or chooser else util.fresh_array(a)
   if initial is not None:
     out = combine(out, util.convert(initial, comp, False))
   out = util.convert(out, dt, False) if util.dtype_of(out) != dt else out
@@ -143,9 +148,26 @@ def _count(a, dims, where):
   return sum(mask, axis=dims, keepdims=True, dtype=dtypes.default_int_dtype())
 
 
+def _check_axis_lengths(name, a, axis):
+  """mean, var and argmax/argmin look the reduced axes' lengths up first in JAX, so an
+  out-of-bounds axis (also axis 0 of a 0-d array) is an IndexError there, where the
+  other reductions raise ValueError."""
+  if axis is None:
+    return
+  nd = util.ndim(a)
+  for ax in axis if isinstance(axis, (tuple, list)) else (axis,):
+    try:
+      i = operator.index(ax)
+    except TypeError:
+      continue  # (canonicalize_axis names the bad axis)
+    if not -nd <= i < nd:
+      raise IndexError(f"{name}: axis {i} is out of bounds for array of dimension {nd}")
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
   """Arithmetic mean over `axis` (integers average to floats)."""
   _no_out(out, "mean")
+  _check_axis_lengths("mean", a, axis)
   a, dims = _prepare("mean", a, axis)
   dt = util.check_dtype(dtype, "mean") or dtypes.to_inexact_dtype(util.dtype_of(a))
   comp = np.dtype(np.float32) if dt in _low_precision else dt
@@ -166,6 +188,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
   _no_out(out, "var")
   if correction is not None:
     ddof = correction
+  _check_axis_lengths("var", a, axis)
   a, dims = _prepare("var", a, axis)
   a_dt = util.dtype_of(a)
   comp = dtypes.to_inexact_dtype(a_dt)
@@ -210,6 +233,7 @@ def _arg_reduce(name, lax_fn, a, axis, keepdims):
     ax = 0
   else:
     shp = util.shape(a)
+    _check_axis_lengths(name, a, axis)
     ax = util.canonicalize_axis(axis, util.ndim(a))
   if util.shape(a)[ax] == 0:
     raise ValueError(f"attempt to get {name} of an empty sequence")

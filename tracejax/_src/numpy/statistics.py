@@ -136,7 +136,7 @@ def _quantile(a, q, axes, method, keepdims, nan):
   elif method == "midpoint":
     # half of each end, as JAX's (lo + hi) / 2 (median's method there): its derivative
     # is 1/2 to each end even for an infinite cotangent, where the lerp's zero weight
-    # would give inf * 0 = NaN (fuzzer seed 201); halving first cannot overflow.
+    # would give inf * 0 = NaN (fuzzer seed 201).
     half = util.convert(0.5, dt, False)
     res = ufuncs.add(ufuncs.multiply(at(lo), half), ufuncs.multiply(at(hi), half))
   else:

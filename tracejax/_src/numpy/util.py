@@ -114,7 +114,8 @@ def fresh_array(x):
   inner = x
   while isinstance(inner, Tracer):  # a vmap/jvp tracer over a host (NumPy) value?
     inner = getattr(inner, "val", getattr(inner, "primal", None))
-  if inner is not x and isinstance(inner, (np.ndarray, np.generic)):
+  if inner is not x and (isinstance(inner, (np.ndarray, np.generic))
+                         or type(inner) in _py_scalar_set):  # (a Python scalar primal too)
     from tracejax._src.lax import misc as lax_misc
     return lax_misc.copy_p.bind(x)
   return x

@@ -114,7 +114,8 @@ def get_client(platform=None):
           if c is None:
             raise RuntimeError("No GPU backend found (jaxlib found no CUDA devices).")
         else:
-          raise RuntimeError(f"Unknown backend {platform!r}")
+          raise RuntimeError(f"Unknown backend {platform}. Available backends are "
+                             f"{sorted(set(_clients) | {'cpu'})}")
         _clients[platform] = c
         global _multi_device
         _multi_device = _multi_device or len(c.devices()) > 1

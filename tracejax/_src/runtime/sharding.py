@@ -47,7 +47,15 @@ def _sds_devices_indices_map(self, global_shape):
 
 
 def _sds_repr(self):
-  return f"SingleDeviceSharding(device={self._device!r})"
+  # As JAX 0.10.2, which shows the memory kind resolved ('device' by default).
+  return (f"SingleDeviceSharding(device={self._device!r}, "
+          f"memory_kind={self._memory_kind or 'device'})")
+
+
+def _addressable_devices_indices_map(self, global_shape):
+  """{device: index} of `devices_indices_map`, for the devices of this process."""
+  return {d: i for d, i in self.devices_indices_map(global_shape).items()
+          if d.process_index == d.client.process_index()}
 
 
 for _name, _value in {
@@ -59,6 +67,7 @@ for _name, _value in {
     "num_devices": property(lambda self: 1),
     "memory_kind": property(lambda self: self._memory_kind),
     "devices_indices_map": _sds_devices_indices_map,
+    "addressable_devices_indices_map": _addressable_devices_indices_map,
     "shard_shape": lambda self, global_shape: tuple(global_shape),
     "__repr__": _sds_repr,
     # Equal when they name the same device and memory (jaxlib's compare identity).
@@ -98,6 +107,8 @@ class _DeviceTupleSharding(Sharding):
   @property
   def is_fully_addressable(self):
     return len(self.addressable_devices) == len(self._devices)
+
+  addressable_devices_indices_map = _addressable_devices_indices_map
 
   @property
   def num_devices(self):
@@ -332,16 +343,14 @@ def placement(args, name, requested=None, names=None):
   """(device, committed) of a single-device computation on `args`: the device of its
   committed inputs, else `requested` (jit's `device=`), else the default device.
 
-  A ValueError names the devices when committed inputs disagree (or disagree with
-  `requested`)."""
+  A ValueError names the devices when committed inputs disagree (`requested`, when
+  given, overrides them)."""
+  if requested is not None:
+    # As JAX 0.10.2: jit's device=/backend= wins; committed inputs are moved there.
+    return requested, True
   dev = committed_device(args, name, names)
   if dev is None:
-    if requested is not None:
-      return requested, True
     return backend.default_device(), False
-  if requested is not None and requested != dev:
-    raise ValueError(f"Received incompatible devices for jitted computation. Got "
-                     f"device={requested} for {name} and committed arguments on {dev}")
   return dev, True
 
 

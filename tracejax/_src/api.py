@@ -330,7 +330,8 @@ def device_put(x, device=None):
     device = sharding_mod.NamedSharding(mesh, device)
   if device is not None and not isinstance(device, (backend._jax.Device,
                                                     sharding_mod.Sharding)):
-    raise TypeError(f"device_put device must be a Device or a Sharding, got {device!r}")
+    raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding` or "
+                     f"`jax.Device` (as JAX: a ValueError). Received invalid value: {device!r}")
   target = device
   if isinstance(device, sharding_mod.SingleDeviceSharding):
     target = device._device

@@ -587,20 +587,10 @@ _keepalive = []
 def _lowering_layout(n):
   """(mesh or None, devices) of the SPMD program of `n` partitions being lowered: the
   mesh its shardings refer to, and the devices partition i runs on."""
-  import sys
   from tracejax._src.interpreters import pxla
   from tracejax._src.runtime import backend, sharding as sharding_mod
   state = pxla._spmd_state
-  mesh, devices = getattr(state, "mesh", None), getattr(state, "devices", None)
-  if mesh is None:
-    # pxla.lower_spmd has the mesh as an argument; it does not publish it in its state.
-    f = sys._getframe(1)
-    while f is not None:
-      if f.f_code is pxla.lower_spmd.__code__:
-        mesh = f.f_locals.get("mesh")
-        devices = devices or f.f_locals.get("devices")
-        break
-      f = f.f_back
+  mesh, devices = state.mesh, state.devices
   if devices is None:
     cur = sharding_mod.current_mesh()
     if cur is not None and cur.size == max(n, 1):

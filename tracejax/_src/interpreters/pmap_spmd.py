@@ -37,6 +37,7 @@ class _SpmdState(threading.local):
   def __init__(self):
     self.partitions = 0   # while lowering an SPMD module: its partition count
     self.devices = None   # ... and its devices, partition i on devices[i]
+    self.mesh = None      # ... and the mesh its shardings refer to (None: none)
 
 
 _spmd_state = _SpmdState()
@@ -55,15 +56,17 @@ def program_devices():
 
 
 @contextlib.contextmanager
-def spmd_lowering(n, devices=None):
+def spmd_lowering(n, devices=None, mesh=None):
   """Lower, within the block, as part of an SPMD module of `n` partitions over `devices`
-  (n = 0: not partitioned, as inside a manual computation's body)."""
-  prev = _spmd_state.partitions, _spmd_state.devices
-  _spmd_state.partitions, _spmd_state.devices = n, (tuple(devices) if devices else None)
+  (n = 0: not partitioned, as inside a manual computation's body) whose shardings refer
+  to `mesh` (read by `jax.debug.inspect_array_sharding`)."""
+  st = _spmd_state
+  prev = st.partitions, st.devices, st.mesh
+  st.partitions, st.devices, st.mesh = n, (tuple(devices) if devices else None), mesh
   try:
     yield
   finally:
-    _spmd_state.partitions, _spmd_state.devices = prev
+    st.partitions, st.devices, st.mesh = prev
 
 
 def named(mesh, replicated=False):
@@ -144,7 +147,7 @@ def _call_body(outer, body, consts, axis_env, blocks):
     fn = lowering.func_dialect.FuncOp(sym, ir.FunctionType.get(in_types, out_types))
     fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
     entry = fn.add_entry_block()
-    with ir.InsertionPoint(entry), spmd_lowering(0):   # nothing inside is partitioned again
+    with ir.InsertionPoint(entry), spmd_lowering(0, mesh=_spmd_state.mesh):  # not partitioned again
       const_vals = [lowering.ir_constant(np.asarray(c)) for c in consts]
       outs = lowering.jaxpr_subcomp(mctx, body, const_vals, list(entry.arguments))
       lowering.func_dialect.return_(outs)

@@ -988,7 +988,7 @@ def lower_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh=N
              for s, v in zip(all_in, list(jaxpr.constvars) + list(jaxpr.invars))]
   out_hlos = [None if s is None else s._to_xla_hlo_sharding(pmap_spmd.physical_ndim(a))
               for s, a in zip(out_shardings, out_avals)]
-  with _spmd_lowering(n, devices):
+  with _spmd_lowering(n, devices, mesh):
     text, _ = lowering.lower_jaxpr(jaxpr, name=name, platform=platform, donated=donated)
   low = SpmdLowering()
   low.text = _set_shardings(text, n, in_hlos, out_hlos)

@@ -110,6 +110,13 @@ def _binary(lhs, lhs_names, rhs, rhs_names, out_names, kw):
   # A size-1 axis against a larger one (ellipsis broadcasting) is broadcast first.
   lhs = _broadcast_shared(lhs, lhs_names, rhs, rhs_names, shared)
   rhs = _broadcast_shared(rhs, rhs_names, lhs, lhs_names, shared)
+  free = lambda names: "".join(c for c in names if c not in shared)  # noqa: E731
+  if ("".join(batch) + free(lhs_names) + free(rhs_names) != out_names and
+      "".join(batch) + free(rhs_names) + free(lhs_names) == out_names):
+    # The operands the other way round give the output order with no transpose (as
+    # JAX's einsum; the rounding of each element then matches JAX's too).
+    lhs, lhs_names, rhs, rhs_names = rhs, rhs_names, lhs, lhs_names
+    shared = [c for c in lhs_names if c in rhs_names]
   dims = ((tuple(lhs_names.index(c) for c in contract),
            tuple(rhs_names.index(c) for c in contract)),
           (tuple(lhs_names.index(c) for c in batch),

@@ -99,25 +99,23 @@ def test_quantile_family_of_complex_is_a_value_error(name):
 
 def test_expm_too_many_squarings_is_nan_with_zero_gradient():
   # JAX 0.10.2 (float32): expm of diag(-520000, -1) (floor(log2(norm / 3.9257)) = 17 > 16)
-  # is all NaN and the gradient of sum(expm) is 0; diag(-300000, -1) is computed
-  # ([0, 0, 0, 0.36783504]: float32 squarings, exp(-1) = 0.36787944); a NaN entry still
-  # gives a NaN gradient.
+  # is all NaN and the gradient of sum(expm) is 0 (also for [[1e30, 2], [3, 1e30]]);
+  # diag(-300000, -1) is computed ([0, 0, 0, 0.36783504]: float32 squarings, exp(-1) =
+  # 0.36787944); a NaN entry still gives a NaN gradient.
   import tracejax.scipy.linalg as jsl
-  m = jnp.array([[[-520000., 0.], [0., -1.]], [[-300000., 0.], [0., -1.]]], jnp.float32)
+  m = jnp.array([[[-520000., 0.], [0., -1.]], [[-300000., 0.], [0., -1.]],
+                 [[1e30, 2.], [3., 1e30]], [[np.nan, 2.], [3., 1.]]], jnp.float32)
   r = jsl.expm(m)
-  assert np.isnan(r[0]).all()
+  assert np.isnan(r[0]).all() and np.isnan(r[2]).all() and np.isnan(r[3]).all()
   np.testing.assert_allclose(r[1], [[0., 0.], [0., 0.36783504]], rtol=1e-5, atol=1e-7)
   g = jax.grad(lambda a: jnp.sum(jsl.expm(a)))(m)
   np.testing.assert_array_equal(g[0], np.zeros((2, 2)))
-  assert np.isfinite(g[1]).all()
-  big = jnp.array([[1e30, 2.], [3., 1e30]], jnp.float32)
-  np.testing.assert_array_equal(jax.grad(lambda a: jnp.sum(jsl.expm(a)))(big), np.zeros((2, 2)))
-  nan = jnp.array([[np.nan, 2.], [3., 1.]], jnp.float32)
-  assert np.isnan(jax.grad(lambda a: jnp.sum(jsl.expm(a)))(nan)).all()
-  # max_squarings=0: diag(-8, -1) (norm 8 > 2 * 3.9257) is NaN; a quarter of it is not
-  assert np.isnan(jsl.expm(jnp.diag(jnp.array([-8., -1.])), max_squarings=0)).all()
-  np.testing.assert_allclose(jsl.expm(jnp.diag(jnp.array([-2., -.25])), max_squarings=0),
-                             np.diag(np.exp([-2., -.25])), rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(g[2], np.zeros((2, 2)))
+  assert np.isfinite(g[1]).all() and np.isnan(g[3]).all()
+  # max_squarings=0: diag(-8, -1) (norm 8 > 2 * 3.9257) is NaN; diag(-2, -.25) is not
+  r = jsl.expm(jnp.array([[[-8., 0.], [0., -1.]], [[-2., 0.], [0., -.25]]]), max_squarings=0)
+  assert np.isnan(r[0]).all()
+  np.testing.assert_allclose(r[1], np.diag(np.exp([-2., -.25])), rtol=1e-5, atol=1e-6)
 
 
 # ---- median's derivative with an infinite cotangent (s201 #180) ------------------------------
@@ -198,3 +196,62 @@ def test_cummax_cummin_of_complex_are_lexicographic():
                                 [[1 + 2j, 1 + 2j, 5j, 5j], [2 - 1j, 5j, 5j, 5j]])
   with pytest.raises(TypeError, match="cummax does not accept dtype bool"):
     lax.cummax(jnp.array([True, False]))
+
+
+# ---- jax.nn.sparse_plus of integers (s201 #765) ------------------------------------------------
+
+def test_sparse_plus_of_integers_is_a_weak_default_float():
+  # JAX 0.10.2: sparse_plus(int8 0) -> 0.25, float32 weak (float64 weak with x64 on);
+  # int32 [0, 2, -3] -> [0.25, 2., 0.] weak; float16 stays float16, strong.
+  r = jax.nn.sparse_plus(np.int8(0))
+  assert r.dtype == np.float32 and r.weak_type and float(r) == 0.25
+  r = jax.nn.sparse_plus(np.array([0, 2, -3], np.int32))
+  assert r.dtype == np.float32 and r.weak_type
+  np.testing.assert_array_equal(r, [0.25, 2., 0.])
+  r = jax.nn.sparse_plus(np.array([0.5], np.float16))
+  assert r.dtype == np.float16 and not r.weak_type
+  with config_x64():
+    r = jax.nn.sparse_plus(np.int8(0))
+    assert r.dtype == np.float64 and r.weak_type
+
+
+# ---- entr of complex (s202 #227) ------------------------------------------------------------------
+
+def test_entr_of_complex_is_a_value_error():
+  # JAX 0.10.2: ValueError "entr does not support complex-valued inputs."
+  import tracejax.scipy.special as jss
+  with raises(ValueError, "entr does not support complex-valued inputs."):
+    jss.entr(jnp.ones(2, jnp.complex64))
+  with raises(ValueError, "entr does not support complex-valued inputs."):
+    jax.vmap(jss.entr)(jnp.ones(2, jnp.complex64))
+  np.testing.assert_allclose(jss.entr(jnp.array([0.5, -1., 0.])), [0.3465736, -np.inf, 0.])
+
+
+# ---- reduce_window / reduce with the public lax.add / lax.max (s201 #968) ---------------------
+
+def test_reduce_window_and_reduce_of_public_monoids_are_differentiable():
+  # JAX 0.10.2: grad of sum(reduce_window(x, 0., lax.add, (2, 1), (1, 1), 'SAME')) at
+  # arange(4.).reshape(2, 2) -> [[1, 1], [2, 2]]; with (-inf, lax.max) -> [[0, 0], [2, 2]];
+  # grad of sum(reduce(x, 0., lax.add, (0,))) -> ones. (The public lax.add is a checked
+  # wrapper of the internal one: the monoid must still be recognised.)
+  x = jnp.arange(4.).reshape(2, 2)
+
+  def win(y, init, fn):
+    return jnp.sum(lax.reduce_window(y, init, fn, (2, 1), (1, 1), 'SAME'))
+
+  np.testing.assert_array_equal(jax.grad(win)(x, 0., lax.add), [[1., 1.], [2., 2.]])
+  np.testing.assert_array_equal(jax.jit(jax.grad(win), static_argnums=(1, 2))(x, -np.inf, lax.max),
+                                [[0., 0.], [2., 2.]])
+  np.testing.assert_array_equal(
+      jax.grad(lambda y: jnp.sum(lax.reduce(y, 0., lax.add, (0,))))(x), np.ones((2, 2)))
+
+
+# ---- cholesky of a matrix that is not positive definite (s201 #835) ---------------------------
+
+def test_cholesky_failure_is_nan_below_and_zero_above_the_diagonal():
+  # JAX 0.10.2: cholesky([[1, 2], [2, 1]]) -> [[nan, 0], [nan, nan]]; a 3x3 with a negative
+  # pivot -> NaN lower triangle, zeros above.
+  r = np.asarray(jnp.linalg.cholesky(jnp.array([[1., 2.], [2., 1.]])))
+  assert np.isnan(r[np.tril_indices(2)]).all() and r[0, 1] == 0
+  r = np.asarray(jnp.linalg.cholesky(jnp.array([[4., 1., 1.], [1., -4., 1.], [1., 1., 4.]])))
+  assert np.isnan(r[np.tril_indices(3)]).all() and (r[np.triu_indices(3, 1)] == 0).all()

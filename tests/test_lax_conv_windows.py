@@ -18,6 +18,7 @@ from tracejax._src.lax import elementwise as E
 from tracejax._src.lax import reference_windowed as ref
 from tracejax._src.lax import windowed as W
 from tracejax._src.test_util import check_grads
+import tracejax.numpy  # noqa: F401,E402 (tracers' operators: x * y, as any user program has them)
 
 bf16 = tu.bfloat16
 f32 = np.dtype(np.float32)

@@ -96,6 +96,31 @@ raises(ValueError, ['If `dtype` is provided to `jax.make_array_from_callback`, i
                                             lambda i: np.arange(4)[i], dtype=np.float32))
 close(jax.make_array_from_callback((4,), NamedSharding(mesh, P('a')),
                                    lambda i: np.arange(4.)[i], dtype=np.float32), np.arange(4.))
+
+# device_put: a pytree prefix of devices; donate=; may_alias=False copies
+p1, p2 = jax.device_put((np.ones(2), {'k': np.ones(3)}), (d[1], d[2]))
+assert p1.devices() == {d[1]} and p2['k'].devices() == {d[2]} and p2['k'].committed
+src = jax.device_put(np.arange(3.), d[0])
+moved = jax.device_put(src, d[1], donate=True)
+assert moved.devices() == {d[1]} and src.is_deleted()
+same = jax.device_put(np.arange(3.), d[1])
+assert jax.device_put(same, d[1]) is same and jax.device_put(same, d[1], may_alias=False) is not same
+# jit with SingleDeviceShardings: a program on that device (committed inputs move there)
+r3 = jax.jit(lambda q: q * 2, in_shardings=SingleDeviceSharding(d[3]))(y)
+assert r3.devices() == {d[3]}
+close(r3, np.arange(4.) * 2)
+assert jax.jit(lambda q: q * 2, out_shardings=SingleDeviceSharding(d[3]))(np.ones(2)).devices() == {d[3]}
+# process helpers; pmap ignores jax.default_device (the first local devices, in order)
+assert jax.process_indices() == [0]
+raises(ValueError, ['Unknown process_index 5'], lambda: jax.local_devices(process_index=5))
+with jax.default_device(d[1]):
+  assert [s.device for s in jax.pmap(lambda v: v + 1)(np.ones((2, 2))).addressable_shards] == d[:2]
+# make_jaxpr(axis_env=): collectives that need the axis size trace outside a pmap
+txt = str(jax.make_jaxpr(lambda v: lax.all_gather(v, 'i'), axis_env=[('i', 4)])(np.ones(2)))
+assert 'all_gather' in txt, txt
+_, shp = jax.make_jaxpr(lambda v: lax.all_gather(v, 'i'), axis_env=[('i', 4)],
+                        return_shape=True)(np.ones(2, np.float32))
+assert shp.shape == (4, 2), shp
 """
 
 

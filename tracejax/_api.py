@@ -42,6 +42,7 @@ from tracejax._src.api import (
     make_jaxpr as make_jaxpr,
     process_count as process_count,
     process_index as process_index,
+    process_indices as process_indices,
 )
 from tracejax._src.jit import jit as jit
 # `jax.Array` is the abstract type that tracers are instances of too (see array.py);

@@ -3,6 +3,7 @@
 Only argument handling lives here: flattening pytrees, argnums, error checks.
 The machinery is in `interpreters/` and `jit.py`.
 """
+import contextlib
 import functools
 
 import numpy as np
@@ -140,8 +141,11 @@ def _abstractify(x):
   return avals_mod.raise_to_shaped(avals_mod.get_aval(x))
 
 
-def make_jaxpr(fun, static_argnums=(), return_shape=False):
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
   """A function that returns the jaxpr of `fun` traced at the given example arguments.
+
+  `axis_env`: a sequence of (axis name, size) pairs that collectives in `fun` may name
+  (as if `fun` ran inside pmaps over those axes).
 
   >>> print(make_jaxpr(lambda x: x + 1)(5))
   { lambda ; a.
@@ -166,7 +170,12 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
       out_tree_store.append(out_tree)
       return outs
 
-    jaxpr, consts = staging.trace_to_jaxpr(flat_fun, [_abstractify(x) for x in leaves])
+    with contextlib.ExitStack() as stack:
+      if axis_env:
+        from tracejax._src.lax import parallel
+        for name, size in axis_env:
+          stack.enter_context(parallel.extend_axis_env(name, size))
+      jaxpr, consts = staging.trace_to_jaxpr(flat_fun, [_abstractify(x) for x in leaves])
     closed = ir.ClosedJaxpr(jaxpr, consts)
     if return_shape:
       shapes = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, weak_type=v.aval.weak_type)
@@ -220,6 +229,8 @@ def local_devices(process_index=None, backend_name=None, host_id=None):
     if not isinstance(pid, (int, np.integer)) or isinstance(pid, bool):
       raise TypeError(f"local_devices process_index must be an int, got {pid!r}")
     devs = [d for d in backend.devices(backend_name) if d.process_index == pid]
+    if not devs:
+      raise ValueError(f"Unknown process_index {pid}")
   return devs
 
 
@@ -262,6 +273,15 @@ def process_count(backend_name=None):
   1
   """
   return len({d.process_index for d in backend.devices(backend_name)})
+
+
+def process_indices(backend_name=None):
+  """The indices of every process taking part, in order (`[0]` in a single process).
+
+  >>> process_indices()
+  [0]
+  """
+  return sorted({d.process_index for d in backend.devices(backend_name)})
 
 
 def host_id(backend_name=None):
@@ -310,18 +330,46 @@ class default_device:
     return False
 
 
-def device_put(x, device=None):
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Transfer a pytree of arrays to `device`: a Device or a sharding
-  (`SingleDeviceSharding`, or `PmapSharding` to split the leading axis over its devices).
+  (`SingleDeviceSharding`, or `PmapSharding` to split the leading axis over its devices),
+  or a pytree prefix of `x` of those (one per subtree).
 
   With a device the arrays are committed to it: computations on them run there.
-  Without one, values go to the default device, uncommitted.
+  Without one, values go to the default device, uncommitted. `donate=True`: the input
+  Arrays are deleted once moved (as JAX); `may_alias=False`: always a new Array, even
+  when the input is already where it should be. `src` is accepted for compatibility.
 
   >>> y = device_put(np.ones(3), devices()[0]); y.committed
   True
   """
   from tracejax._src.runtime import sharding as sharding_mod
   from tracejax._src.runtime.array import from_numpy
+  del src
+  if donate or may_alias is False:
+    out = device_put(x, device)
+    ins = tree_util.tree_leaves(x)
+    outs = tree_util.tree_leaves(out)
+    if may_alias is False:
+      outs = [o.copy() if o is i and isinstance(o, Array) else o for i, o in zip(ins, outs)]
+      out = tree_util.tree_unflatten(tree_util.tree_structure(out), outs)
+    if donate:
+      for i, o in zip(ins, outs):
+        if isinstance(i, Array) and i is not o and not i.is_deleted():
+          i.delete()
+    return out
+  if device is not None and not isinstance(device, (backend._jax.Device, sharding_mod.Sharding,
+                                                    sharding_mod.PartitionSpec, str)):
+    # A pytree prefix of `x`: each subtree goes where its entry says.
+    is_leaf = lambda d: d is None or isinstance(d, (backend._jax.Device, sharding_mod.Sharding,
+                                                    sharding_mod.PartitionSpec))
+    try:
+      where = tree_util.broadcast_prefix(device, x, is_leaf=is_leaf)
+    except (ValueError, TypeError):
+      raise ValueError(f"device_put: device must be a Device, a Sharding or a pytree prefix "
+                       f"of the value of those, got {device!r}") from None
+    leaves, tree = tree_util.tree_flatten(x)
+    return tree_util.tree_unflatten(tree, [device_put(l, w) for l, w in zip(leaves, where)])
   if isinstance(device, sharding_mod.PartitionSpec):   # a spec of the `jax.set_mesh` mesh
     mesh = sharding_mod.current_mesh()
     if mesh is None:

@@ -282,6 +282,9 @@ class Jitted:
       static_argnames = (static_argnames,)
     self.static_argnames = tuple(static_argnames)
     self.donate_argnums = _normalize_argnums(donate_argnums, "donate_argnums")
+    one = _single_device_of(in_shardings, out_shardings) if device is None else None
+    if one is not None:   # SingleDeviceShardings of one device: jit(device=...)'s program
+      device, in_shardings, out_shardings = one, None, None
     self.device, self.backend, self.inline = device, backend, inline
     self._shardings = None if in_shardings is None and out_shardings is None else \
         _pxla().spmd_options(in_shardings, out_shardings)
@@ -731,6 +734,18 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,
     # unhashable static values, which tracejax accepts (by identity, with a warning).
     return jitted
   return _cpp_jit(jitted)
+
+
+def _single_device_of(in_shardings, out_shardings):
+  """The device when every sharding given to jit is a SingleDeviceSharding of that one
+  device (None otherwise): such a jit is a single-device program there."""
+  found = set()
+  for s in tree_util.tree_leaves((in_shardings, out_shardings),
+                                 is_leaf=lambda v: isinstance(v, sharding.Sharding)):
+    if type(s) is not sharding.SingleDeviceSharding:
+      return None
+    found.add(s._device)
+  return found.pop() if len(found) == 1 else None
 
 
 def _cpp_jit(jitted, static_argnums=(), static_argnames=()):

@@ -5,6 +5,8 @@ with `not_mapped` (None) for unbatched operands; they run with the parent as
 the current trace. Family-wide rule factories (vectorized, broadcasting,
 reducers) live beside the primitives, in `lax/utils.py`.
 """
+import threading
+
 import numpy as np
 
 from tracejax._src import dtypes
@@ -67,6 +69,14 @@ class BatchTrace(Trace):
         raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
       elif primitive in _axis_rules:
         out, out_dim = rule(self, vals, dims, **params)
+      elif self.axis_name is not None:
+        # A rule that batches inner jaxprs (scan, cond, while...) batches them over
+        # this named axis, so the collectives inside that name it are batched too.
+        _rule_axis.names.append(self.axis_name)
+        try:
+          out, out_dim = rule(vals, dims, **params)
+        finally:
+          _rule_axis.names.pop()
       else:
         out, out_dim = rule(vals, dims, **params)
     if primitive.multiple_results:
@@ -83,14 +93,23 @@ class BatchTrace(Trace):
     return outs, out_dims
 
 
+class _RuleAxis(threading.local):
+  def __init__(self):
+    self.names = []   # the axis name of the named BatchTrace running a batching rule
+
+
+_rule_axis = _RuleAxis()
 _needs_axis = set()   # primitives that must see the trace even when nothing is batched
 _axis_rules = set()   # primitives whose batching rule takes the trace first (collectives)
 
 
 def batch_jaxpr(jaxpr, axis_size, in_dims, axis_name=None, out_dims_wanted=None):
   """A jaxpr of batched inputs (`in_dims`) computing the batched outputs; returns
-  (jaxpr, consts, out_dims)."""
+  (jaxpr, consts, out_dims). `axis_name` defaults to the name of the vmap whose
+  batching rule asks (a scan/cond/while body under `vmap(..., axis_name=...)`)."""
   from tracejax._src.interpreters import staging
+  if axis_name is None and _rule_axis.names:
+    axis_name = _rule_axis.names[-1]
   in_avals = []
   for v, d in zip(jaxpr.invars, in_dims):
     a = v.aval
@@ -142,7 +161,10 @@ def matchaxis(x, src, dst, axis_size):
 
 def vmap_flat(fun, axis_size, args, in_dims, out_dims_fn, axis_name=None):
   """Apply flat `fun` to `args` batched along `in_dims`; `out_dims_fn(n)` gives the wanted
-  output axes (None: leave unbatched outputs unbatched)."""
+  output axes (None: leave unbatched outputs unbatched). Inside a named vmap's batching
+  rule (cond's branches under a batched predicate) `axis_name` defaults to its name."""
+  if axis_name is None and _rule_axis.names:
+    axis_name = _rule_axis.names[-1]
   trace = BatchTrace(current_trace(), axis_size, axis_name)
   ins = [BatchTracer(trace, x, d) if d is not None else x for x, d in zip(args, in_dims)]
   with set_current_trace(trace):

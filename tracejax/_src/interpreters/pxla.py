@@ -86,10 +86,8 @@ def _pmap_devices(n, devices, backend_name):
         f"compiling computation that requires {n} logical devices, but only "
         f"{len(available)} XLA devices are available (num_replicas={n}, "
         "num_partitions=1)")
-  # The default device first (`jax.default_device`), then the others in order.
-  default = xb.default_device()
-  if default in available and default != available[0] and not backend_name:
-    available = [default] + [d for d in available if d != default]
+  # The first n local devices, in order: as in JAX, `jax.default_device` does not move
+  # a pmap (it places single-device computations).
   return tuple(available[:n])
 
 
@@ -337,7 +335,7 @@ def _xla_pmap_transpose(cts, *args, call_jaxpr, mapped_invars, axis_name, axis_s
   from tracejax._src.lax import reductions
   linear = [ad.is_undefined_primal(a) for a in args]
   with parallel.extend_axis_env(axis_name, params.get("global_axis_size") or axis_size):
-    t_jaxpr, t_consts = ad.transpose_jaxpr(call_jaxpr, linear)
+    t_jaxpr, t_consts = _transpose_body(call_jaxpr, linear)
   body, consts = staging.closed_call_jaxpr(t_jaxpr, t_consts)
   known = [a for a, l in zip(args, linear) if not l]
   cts = [ad.instantiate_zeros(c) if type(c) is ad.Zero else c
@@ -358,6 +356,28 @@ def _xla_pmap_transpose(cts, *args, call_jaxpr, mapped_invars, axis_name, axis_s
 
 
 ad.primitive_transposes[xla_pmap_p] = _xla_pmap_transpose
+
+
+def _transpose_body(call_jaxpr, linear):
+  """The member body's transpose: a jaxpr of (non-linear inputs, output cotangents) ->
+  cotangents of the linear inputs. The body (a pmap's JVP body: primal and tangent
+  computations together) is first split by partial evaluation, so that loops carrying
+  both (a scan with a psum inside) are split into a known loop, run forward, and a
+  linear one, transposed."""
+  from tracejax._src.interpreters import partial_eval as pe
+  nonlin = [v.aval for v, l in zip(call_jaxpr.invars, linear) if not l]
+  out_avals = [v.aval for v in call_jaxpr.outvars]
+
+  def f(*args):
+    known, cts = iter(args[:len(nonlin)]), args[len(nonlin):]
+    pvals = [pe.PartialVal.unknown(v.aval) if l else pe.PartialVal.known(next(known))
+             for v, l in zip(call_jaxpr.invars, linear)]
+    lin, _, res = pe.trace_to_jaxpr(lambda *xs: ir.eval_jaxpr(call_jaxpr, [], *xs), pvals,
+                                    instantiate=True)
+    cts_in = ad.backward_pass(lin, list(res), list(cts))
+    return [ad.instantiate_zeros(c) if type(c) is ad.Zero else c for c in cts_in]
+
+  return staging.trace_to_jaxpr(f, nonlin + out_avals)
 
 
 def _xla_pmap_batch(args, dims, *, call_jaxpr, mapped_invars, axis_name, axis_size,

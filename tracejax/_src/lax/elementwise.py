@@ -218,6 +218,14 @@ def _const(x, value):
   return c
 
 
+def _one(x):
+  """A 0-d one of `x`'s dtype that keeps a weak `x`'s weak type at every rank (JAX's
+  `_one`, a full_like; `_const` is weak only for weak scalars). The JVP rules use each
+  where JAX does, which decides whether tangents of weak arrays stay weak."""
+  c = np.array(1, _dtype(x))
+  return _weak_scalar(c) if dtypes.is_weakly_typed(x) else c
+
+
 def _full_like(x, value, dtype=None):
   """An array of `x`'s shape filled with `value`: a broadcast scalar, not a big constant."""
   c = np.array(value, dtype or _dtype(x))
@@ -738,22 +746,22 @@ utils.defvectorized(log_p)
 
 log1p_p = naryop("log1p", _inexact, hlo.log_plus_one)
 log1p = _wrap(log1p_p, "Elementwise log(1 + x), accurate for small x.")
-ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
+ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _one(x))))
 utils.defvectorized(log1p_p)
 
 expm1_p = naryop("expm1", _inexact, hlo.exponential_minus_one)
 expm1 = _wrap(expm1_p, "Elementwise e ** x - 1, accurate for small x.")
-ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _one(ans))))
 utils.defvectorized(expm1_p)
 
 tanh_p = naryop("tanh", _inexact, hlo.tanh)
 tanh = _wrap(tanh_p, "Elementwise hyperbolic tangent: tanh(x).")
-ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)))
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_one(x), ans)))
 utils.defvectorized(tanh_p)
 
 logistic_p = naryop("logistic", _inexact, None)
 logistic = _wrap(logistic_p, "Elementwise logistic (sigmoid): 1 / (1 + e ** -x).")
-ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_one(ans), ans))))
 utils.defvectorized(logistic_p)
 
 
@@ -820,19 +828,19 @@ utils.defvectorized(cosh_p)
 
 asinh_p = naryop("asinh", _inexact, chlo.asinh)
 asinh = _wrap(asinh_p, "Elementwise inverse hyperbolic sine: asinh(x).")
-ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _one(x)))))
 utils.defvectorized(asinh_p)
 
 acosh_p = naryop("acosh", _inexact, chlo.acosh)
 acosh = _wrap(acosh_p, "Elementwise inverse hyperbolic cosine: acosh(x).")
 # x^2 - 1 rather than (x - 1)(x + 1): the domain is x >= 1, away from the cancellation.
-ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _one(x)))))
 utils.defvectorized(acosh_p)
 
 atanh_p = naryop("atanh", _inexact, chlo.atanh)
 atanh = _wrap(atanh_p, "Elementwise inverse hyperbolic tangent: atanh(x).")
-ad.defjvp(atanh_p, lambda g, x: mul(reciprocal(add(_const(x, 1), x)),
-                                    div(g, sub(_const(x, 1), x))))
+ad.defjvp(atanh_p, lambda g, x: mul(reciprocal(add(_one(x), x)),
+                                    div(g, sub(_one(x), x))))
 utils.defvectorized(atanh_p)
 
 

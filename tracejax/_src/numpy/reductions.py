@@ -314,22 +314,46 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
   return prod(_nan_replaced(a, 1), axis, dtype, out, keepdims)
 
 
-def nanmax(a, axis=None, out=None, keepdims=False):
-  """Maximum ignoring NaNs (NaN where a slice is all NaN)."""
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  """Maximum ignoring NaNs (NaN where a slice is all NaN, unless `initial` is given).
+
+  Args:
+    a: the array; axis, keepdims: as in `max`.
+    initial: a value that takes part in every slice's max (as in `max`); with it, a
+      slice with no numbers gives `initial`.
+    where: only these elements take part (then `initial` is required, as in `max`).
+
+  >>> nanmax(jnp.array([jnp.nan, 2., 1.]))
+  DeviceArray(2., dtype=float32)
+  """
   a = util.to_array(a)
   if not dtypes.is_inexact(util.dtype_of(a)):
-    return max(a, axis, out, keepdims)
-  out_ = max(_nan_replaced(a, -np.inf), axis, out, keepdims)
+    return max(a, axis, out, keepdims, initial=initial, where=where)
+  out_ = max(_nan_replaced(a, -np.inf), axis, out, keepdims, initial=initial, where=where)
+  if initial is not None:
+    return out_
   all_nan = all(ufuncs.isnan(a), axis, keepdims=keepdims)
   return ufuncs.where(all_nan, util.convert(np.nan, util.dtype_of(a), False), out_)
 
 
-def nanmin(a, axis=None, out=None, keepdims=False):
-  """Minimum ignoring NaNs (NaN where a slice is all NaN)."""
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  """Minimum ignoring NaNs (NaN where a slice is all NaN, unless `initial` is given).
+
+  Args:
+    a: the array; axis, keepdims: as in `min`.
+    initial: a value that takes part in every slice's min (as in `min`); with it, a
+      slice with no numbers gives `initial`.
+    where: only these elements take part (then `initial` is required, as in `min`).
+
+  >>> nanmin(jnp.array([jnp.nan, 2., 1.]))
+  DeviceArray(1., dtype=float32)
+  """
   a = util.to_array(a)
   if not dtypes.is_inexact(util.dtype_of(a)):
-    return min(a, axis, out, keepdims)
-  out_ = min(_nan_replaced(a, np.inf), axis, out, keepdims)
+    return min(a, axis, out, keepdims, initial=initial, where=where)
+  out_ = min(_nan_replaced(a, np.inf), axis, out, keepdims, initial=initial, where=where)
+  if initial is not None:
+    return out_
   all_nan = all(ufuncs.isnan(a), axis, keepdims=keepdims)
   return ufuncs.where(all_nan, util.convert(np.nan, util.dtype_of(a), False), out_)
 

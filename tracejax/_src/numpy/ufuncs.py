@@ -300,7 +300,9 @@ arctanh = _unary("arctanh", lax.atanh, inexact=True, doc="Inverse hyperbolic tan
 def exp2(x, /):
   """2 ** x elementwise."""
   x, = util.promote_args_inexact("exp2", x)
-  return lax.exp(lax.mul(_weak_constant_like(x, np.log(2)), x))
+  # lax.exp2 as JAX: weak in, weak out, and its JVP rule's strong log(2) for weak
+  # arrays of rank >= 1 (the tangent is then strong there, as in JAX)
+  return lax.exp2(x)
 
 
 def _rescaled_log(x, op, factor):

@@ -112,7 +112,9 @@ def get_client(platform=None):
         elif platform in ("gpu", "cuda"):
           c = _make_gpu_client()
           if c is None:
-            raise RuntimeError("No GPU backend found (jaxlib found no CUDA devices).")
+            raise RuntimeError(f"Unknown backend: {platform!r} requested, but no platforms "
+                               f"that are instances of {platform} are present. Platforms "
+                               "present are: cpu (jaxlib found no CUDA devices)")
         else:
           raise RuntimeError(f"Unknown backend {platform}. Available backends are "
                              f"{sorted(set(_clients) | {'cpu'})}")

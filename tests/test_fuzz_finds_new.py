@@ -105,15 +105,16 @@ def test_expm_too_many_squarings_is_nan_with_zero_gradient():
   import tracejax.scipy.linalg as jsl
   m = jnp.array([[[-520000., 0.], [0., -1.]], [[-300000., 0.], [0., -1.]],
                  [[1e30, 2.], [3., 1e30]], [[np.nan, 2.], [3., 1.]]], jnp.float32)
-  r = jsl.expm(m)
+  r = jax.jit(jsl.expm)(m)
   assert np.isnan(r[0]).all() and np.isnan(r[2]).all() and np.isnan(r[3]).all()
   np.testing.assert_allclose(r[1], [[0., 0.], [0., 0.36783504]], rtol=1e-5, atol=1e-7)
-  g = jax.grad(lambda a: jnp.sum(jsl.expm(a)))(m)
+  g = jax.jit(jax.grad(lambda a: jnp.sum(jsl.expm(a))))(m)
   np.testing.assert_array_equal(g[0], np.zeros((2, 2)))
   np.testing.assert_array_equal(g[2], np.zeros((2, 2)))
   assert np.isfinite(g[1]).all() and np.isnan(g[3]).all()
   # max_squarings=0: diag(-8, -1) (norm 8 > 2 * 3.9257) is NaN; diag(-2, -.25) is not
-  r = jsl.expm(jnp.array([[[-8., 0.], [0., -1.]], [[-2., 0.], [0., -.25]]]), max_squarings=0)
+  r = jax.jit(lambda a: jsl.expm(a, max_squarings=0))(
+      jnp.array([[[-8., 0.], [0., -1.]], [[-2., 0.], [0., -.25]]]))
   assert np.isnan(r[0]).all()
   np.testing.assert_allclose(r[1], np.diag(np.exp([-2., -.25])), rtol=1e-5, atol=1e-6)
 
@@ -255,3 +256,34 @@ def test_cholesky_failure_is_nan_below_and_zero_above_the_diagonal():
   assert np.isnan(r[np.tril_indices(2)]).all() and r[0, 1] == 0
   r = np.asarray(jnp.linalg.cholesky(jnp.array([[4., 1., 1.], [1., -4., 1.], [1., 1., 4.]])))
   assert np.isnan(r[np.tril_indices(3)]).all() and (r[np.triu_indices(3, 1)] == 0).all()
+
+
+# ---- jax.scipy.special.zeta is differentiable in x (s201 #569) ---------------------------------
+
+def test_zeta_derivative_in_x():
+  # JAX 0.10.2 (float32): jvp of zeta at x=[2.5, 3, 1.5, 4], q=[1, .5, 2, 3]: in x
+  # [-0.38734195, 5.278735, -3.9322395, -0.02558957], in q [-2.8168347, -48.704552,
+  # -0.5122308, -0.022711022]; the bf16 program of the fuzzer: jvp(zeta(., -0.0)) at
+  # [0.4355, 0.3555, -1.492] (tangent 0.5) -> primal [inf, inf, -7.125], tangent
+  # [nan, nan, 9.5] (the series' value under jvp, as in JAX).
+  import tracejax.scipy.special as jss
+  from tracejax._src.test_util import check_grads
+  x = jnp.array([2.5, 3., 1.5, 4.])
+  q = jnp.array([1., 0.5, 2., 3.])
+  zeros, ones = jnp.zeros(4), jnp.ones(4)
+  tangent = jax.jit(lambda tx, tq: jax.jvp(jss.zeta, (x, q), (tx, tq))[1])
+  np.testing.assert_allclose(tangent(ones, zeros),
+                             [-0.38734195, 5.278735, -3.9322395, -0.02558957], rtol=1e-5)
+  np.testing.assert_allclose(tangent(zeros, ones),
+                             [-2.8168347, -48.704552, -0.5122308, -0.022711022], rtol=1e-5)
+  gx, gq = jax.jit(jax.grad(lambda a, b: jnp.sum(jss.zeta(a, b)), argnums=(0, 1)))(x, q)
+  np.testing.assert_allclose(gx, [-0.38734195, 5.278735, -3.9322395, -0.02558957], rtol=1e-5)
+  with config_x64():
+    check_grads(jax.jit(jss.zeta), (np.array([2.5, 3.5]), np.array([1.5, 0.75])), order=1,
+                modes=["fwd", "rev"])
+  xb = jnp.array([0.435546875, 0.35546875, -1.4921875], jnp.bfloat16)
+  p, t = jax.jit(lambda d, td: jax.jvp(lambda v: jss.zeta(v, -0.0), (d,), (td,)))(
+      xb, jnp.full(3, 0.5, jnp.bfloat16))
+  assert p.dtype == jnp.bfloat16
+  np.testing.assert_array_equal(np.asarray(p, np.float32), [np.inf, np.inf, -7.125])
+  np.testing.assert_array_equal(np.asarray(t, np.float32), [np.nan, np.nan, 9.5])

@@ -214,6 +214,29 @@ raises(ValueError, ['axis_index_groups must cover all indices exactly once'],
 txt = str(jax.make_jaxpr(jax.pmap(lambda a: lax.psum(a, 'i', axis_index_groups=G), 'i'))(v))
 assert 'axis_index_groups=((0, 1), (2, 3))' in txt, txt
 
+# collectives inside scan / cond / while under vmap(axis_name=...) (JAX 0.10.2's numbers)
+xs3 = np.arange(12.).reshape(4, 3)
+close(jax.vmap(lambda u: lax.scan(lambda c, e: (c + lax.psum(e, 'i'), None), 0., u)[0],
+               axis_name='i')(xs3), [66.] * 4)
+close(jax.vmap(lambda u: lax.cond(u.sum() > 0, lambda: lax.psum(u, 'i'), lambda: u),
+               axis_name='i')(xs3), np.broadcast_to(xs3.sum(0), (4, 3)))
+close(jax.vmap(lambda u: lax.while_loop(lambda c: c[0] < 3, lambda c: (
+    c[0] + 1, c[1] + lax.psum(c[1], 'i')), (0, u))[1], axis_name='i')(xs3),
+      [[558, 683, 808], [561, 686, 811], [564, 689, 814], [567, 692, 817]])
+close(jax.vmap(lambda u: lax.fori_loop(0, 2, lambda i, c: c + lax.axis_index('i'), u),
+               axis_name='i')(xs3), xs3 + 2 * np.arange(4.)[:, None])
+# gradients through such a loop: under pmap, outside it, and with the named vmap
+sc = lambda u: lax.scan(lambda c, e: (c * e + lax.psum(e, 'i'), None), jnp.ones(3), u)[0].sum()
+xg = (np.arange(24, dtype=np.float32).reshape(4, 2, 3) % 5) / 3. + 0.1
+ref = [[[4.1667, 4.1667, 2.5], [6.5, 8.1667, 8.1667]], [[4.5, 2.8333, 2.8333], [6.8333, 8.5, 8.5]],
+       [[3.1667, 3.1667, 3.1667], [7.1667, 8.8333, 8.8333]], [[3.5, 3.5, 3.5], [7.5, 9.1667, 7.5]]]
+close(jax.grad(lambda a: jax.pmap(sc, 'i')(a).sum())(xg), ref, 1e-4)
+close(jax.pmap(jax.grad(sc), 'i')(xg), ref, 1e-4)
+close(jax.vmap(jax.grad(sc), axis_name='i')(xg), ref, 1e-4)
+scv = lambda u: lax.scan(lambda c, e: (c * e + lax.psum(e, 'i'), None),
+                         lax.pcast(jnp.ones(3), 'i', to='varying'), u)[0].sum()
+close(jax.grad(lambda a: smap(lambda b: scv(b))(a).sum())(xg), ref, 1e-4)
+
 # pmax / pmin have no differentiation rule (JAX's NotImplementedError)
 for name, op in (('pmax', lax.pmax), ('pmin', lax.pmin)):
   raises(NotImplementedError, [f"Differentiation rule for '{name}' not implemented"],

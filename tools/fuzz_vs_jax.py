@@ -325,6 +325,8 @@ DELIBERATE = [
         j, "ValueError", "Linearization failed to produce known values") and (
         t["ok"] or _texc(t, "NotImplementedError", "Transpose rule", "'reduce_window'"))),
     ("cholesky-nan-input", lambda src, j, t: "cholesky" in src and _more_nans(j, t)),
+    ("igamma-grad-a-x-derivative", lambda src, j, t: t["ok"] and _jexc(
+        j, "NotImplementedError", "Differentiation rule for 'igamma_grad_a'")),
     ("error-order", lambda src, j, t: _jexc(j, "NotImplementedError",
                                              "Differentiation rule for") and _texc(
         t, "TypeError", "does not accept dtype")),

@@ -87,6 +87,9 @@ def _xla_call_impl(*args, call_jaxpr, name, device=None, backend=None, donated_i
     mesh = per_jaxpr["mesh"] = pxla.staged_mesh(jaxpr) if pxla is not None else None
   if (placed is not None and sharding.spmd_arrays(args)) or mesh is not None:
     # Arguments laid out over several devices: one SPMD program over them (pxla.py).
+    if _trace_mod.sharding_rule is not None and any(
+        type(a) is not type(v.aval) for a, v in zip(avals, jaxpr.invars)):
+      jaxpr = _typed_call(per_jaxpr, jaxpr, avals, name)
     outs = _pxla().apply_spmd_jaxpr(jaxpr, args, avals, name, mesh)
     if config.jax_debug_nans or config.jax_debug_infs:
       _check_nans_op_by_op(call_jaxpr, [], all_args, _with_host_float0(outs, f0_outs), name)
@@ -107,6 +110,23 @@ def _xla_call_impl(*args, call_jaxpr, name, device=None, backend=None, donated_i
 
 
 xla_call_p.def_impl(_xla_call_impl)
+
+
+def _typed_call(per_jaxpr, jaxpr, avals, name):
+  """A program calling `jaxpr` (traced on untyped arguments: the body of a jitted
+  function under `vmap`) on arguments of Explicit sharding types `avals`, its results
+  typed by the call's sharding rule (sharding_explicit.py), so they are laid out as
+  JAX lays them out. Cached per signature on `per_jaxpr`."""
+  key = ("typed", avals)
+  typed = per_jaxpr.get(key)
+  if typed is None:
+    params = dict(call_jaxpr=jaxpr, name=name, device=None, backend=None,
+                  donated_invars=(False,) * len(avals))
+    ins = [ir.Var(a) for a in avals]
+    outs = [ir.Var(a) for a in xla_call_p.out_avals(list(avals), params)]
+    typed = per_jaxpr[key] = ir.Jaxpr([], ins, outs, [ir.JaxprEqn(ins, outs, xla_call_p,
+                                                                   params)])
+  return typed
 
 
 def _xla_call_lowering(ctx, *args, call_jaxpr, **_):
@@ -467,8 +487,12 @@ class Jitted:
       return self.fun(*args, **kwargs), None, 0  # the function's own error message
     in_avals = tuple([_arg_aval(x, self.fun, i) for i, x in enumerate(leaves)])
     key = (in_tree, skey, in_avals, tuple([getattr(config, f) for f in _TRACE_FLAGS]))
-    if self._shardings is not None or sharding.spmd_arrays(leaves):
-      # Shardings asked for, or arguments laid out over a mesh: one SPMD program.
+    cmesh = sharding.context_mesh()
+    if cmesh is not None:   # inside `jax.set_mesh`: it runs over that mesh (pxla.py)
+      key = key[:3] + (key[3] + (cmesh,),)
+    if self._shardings is not None or cmesh is not None or sharding.spmd_arrays(leaves):
+      # Shardings asked for, arguments laid out over a mesh, or `jax.set_mesh`: one
+      # SPMD program.
       out, e = _pxla().call_spmd(self, leaves, in_tree, in_avals, key, svals, dyn, dkw)
       return out, e, len(leaves)
     placed = None

@@ -103,8 +103,13 @@ class KeyTy(dtypes.ExtendedDType):
     return tuple(shape) + KEY_SHAPE
 
   def physical_aval(self, aval):
-    """The aval of the uint32 data under a key aval."""
-    return ShapedArray(tuple(aval.shape) + KEY_SHAPE, KEY_DATA_DTYPE)
+    """The aval of the uint32 data under a key aval (typed by a sharding, its spec
+    with the word axis unsplit: sharding_explicit.py)."""
+    shape = tuple(aval.shape) + KEY_SHAPE
+    spec = getattr(aval, "spec", None)
+    if spec is not None:
+      return type(aval)(shape, KEY_DATA_DTYPE, False, aval.mesh, tuple(spec) + (None,))
+    return ShapedArray(shape, KEY_DATA_DTYPE)
 
   @staticmethod
   def physical_value(x):
@@ -175,10 +180,20 @@ class PRNGKeyArray:
 
   @property
   def aval(self):
+    base = self._base_array.aval
+    spec = getattr(base, "spec", None)
+    if spec is not None:   # data typed by a sharding (sharding_explicit.py): keys too
+      return type(base)(self.shape, _key_dtype, False, base.mesh, tuple(spec)[:-1])
     return ShapedArray(self.shape, _key_dtype)
 
-  # -- placement: that of the data --
-  sharding = property(lambda self: self._base_array.sharding)
+  # -- placement: that of the data, over the key axes --
+  @property
+  def sharding(self):
+    s = self._base_array.sharding
+    spec = getattr(s, "spec", None)
+    if spec is not None and len(spec) > self.ndim:   # the word axis is never split
+      s = type(s)(s.mesh, type(spec)(*tuple(spec)[:self.ndim]))
+    return s
   committed = property(lambda self: self._base_array.committed)
 
   def devices(self):

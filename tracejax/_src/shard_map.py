@@ -37,7 +37,8 @@ from tracejax._src import tree_util, util
 from tracejax._src.core import ir
 from tracejax._src.core.avals import get_aval, raise_to_shaped
 from tracejax._src.core.trace import Primitive, Tracer
-from tracejax._src.interpreters import ad, batching, lowering, pmap_spmd, pxla, staging
+from tracejax._src.interpreters import ad, batching, lowering, pmap_aot, pmap_spmd, pxla
+from tracejax._src.interpreters import staging
 from tracejax._src.lax import parallel
 from tracejax._src.runtime import sharding as sharding_mod
 from tracejax._src.runtime.array import Array
@@ -251,7 +252,8 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_rep):
 
   def body(*xs):
     kn, cs = xs[:len(known)], xs[len(known):]
-    t_jaxpr, t_consts = ad.transpose_jaxpr(jaxpr, linear)
+    # (split by partial evaluation first: a loop carrying primal and tangent values)
+    t_jaxpr, t_consts = pmap_aot.transpose_body(jaxpr, linear)
     res = ir.eval_jaxpr(t_jaxpr, t_consts, *kn, *cs)
     out = []
     for r, v, s in zip(res, [v for v, l in zip(jaxpr.invars, linear) if l], lin_specs):
@@ -291,6 +293,7 @@ def _batch(args, dims, *, jaxpr, mesh, in_specs, out_specs, check_rep):
     c.__enter__()
   try:
     new, consts, _ = batching.batch_jaxpr(jaxpr, size, in_dims,
+                                          batching.rule_axis_name(mesh.axis_names),
                                           out_dims_wanted=[0] * len(jaxpr.outvars))
   finally:
     for c in reversed(ctxs):

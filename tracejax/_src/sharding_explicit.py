@@ -270,11 +270,16 @@ def retype(aval, sharding):
                     sharding)
 
 
-def out_sharding_of(aval):
-  """The NamedSharding a result of type `aval` must have (None: untyped, or a mesh with
-  no Explicit axis: XLA chooses)."""
+def out_sharding_of(aval, mesh=None):
+  """The NamedSharding a result of type `aval` of a program over `mesh` must have: its
+  type's; replicated over `mesh` when it is untyped and the mesh's axes are all
+  Explicit (as in JAX, whose untyped values there are replicated ones); else None
+  (XLA's partitioner chooses)."""
   if type(aval) is ShardedShapedArray and explicit_names(aval.mesh):
     return aval.concrete_sharding()
+  if mesh is not None and mesh.axis_names and isinstance(aval, avals_mod.ShapedArray) \
+      and all(t == AxisType.Explicit for t in mesh.axis_types):
+    return sharding_mod.NamedSharding(mesh, P(*(None,) * len(aval.shape)))
   return None
 
 
@@ -509,116 +514,8 @@ def _dot_general(prim, avals, specs, params):
   return [batch + lfree + rfree]
 
 
-# ---- rules of the indexing, windowed and convolution families ----
-
-def _entry_fmt(e):
-  return e if isinstance(e, str) else repr(tuple(e))
-
-
-def _varying_out_shape(name, a, spec, out_shape):
-  """The operand's spec, kept by an operation that changes axis sizes (slicing, padding,
-  windows): an axis whose size changes must stay divisible by its mesh axes (JAX shards
-  nothing unevenly at the top level either)."""
-  for n_in, n_out, e in zip(a.shape, out_shape, spec):
-    if n_in != n_out and e is not None and n_out % _size_of(a.mesh, e):
-      raise ShardingTypeError(
-          f"{name} on sharded dims where out dim ({n_out}) is not divisible by mesh axes "
-          f"({_size_of(a.mesh, e)}) with spec ({_entry_fmt(e)}) is not implemented. Got "
-          f"input type={a.str_short(True)} and output shape={tuple(int(d) for d in out_shape)}")
-  return spec
-
-
-def _keep_shape_checked(name):
-  def rule(prim, avals, specs, params, outs):
-    s = specs[0] or (None,) * len(avals[0].shape)
-    if type(avals[0]) is not ShardedShapedArray:
-      return [s] * len(outs)
-    return [_varying_out_shape(name, avals[0], s, o.shape) for o in outs]
-  rule.with_outs = True
-  return rule
-
-
 def _full(a, s):
   return s if s is not None else (None,) * len(a.shape)
-
-
-def _gather(prim, avals, specs, params, outs):
-  """JAX's gather rule: a dimension the index vector slices into must be taken whole or
-  be unsplit; batched dimensions must agree; the indices are split along their batch
-  dimensions only. The result's offset dimensions take the operand's spec, the others
-  the indices'."""
-  op, idx = avals[0], avals[1]
-  dn, sizes = params["dimension_numbers"], params["slice_sizes"]
-  os, ispec = _full(op, specs[0]), list(_full(idx, specs[1]))
-  nout = len(outs[0].shape)
-  if all(e is None for e in os) and all(e is None for e in ispec):
-    return [(None,) * nout]
-  ok = all(sizes[i] == op.shape[i] or os[i] is None for i in dn.start_index_map)
-  ok = ok and all(ispec[i] == os[o] or os[o] is None or ispec[i] is None
-                  for o, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
-  ok = ok and all(e is None for i, e in enumerate(ispec)
-                  if i not in dn.start_indices_batching_dims)
-  if not ok:
-    raise ShardingTypeError(
-        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
-        "indexing as out sharding could not be resolved unambiguously (or would require "
-        f"collectives on inputs). Got operand={op!r}, indices={idx!r}")
-  for o, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
-    ispec[i] = ispec[i] or os[o]
-  window = iter([i for i in range(len(sizes)) if i not in dn.collapsed_slice_dims and
-                 i not in dn.operand_batching_dims])
-  rest = iter(ispec)
-  return [tuple(os[next(window)] if d in dn.offset_dims else next(rest)
-                for d in range(nout))]
-
-
-_gather.with_outs = True
-
-
-def _scatter(prim, avals, specs, params):
-  """JAX's scatter rule (gather's, inverted): batch dimensions of operand, indices and
-  updates agree; a window dimension the updates cover whole has one spec on both sides,
-  one they update in part is unsplit on both; the dimensions the index vector positions
-  into are unsplit in the operand, and the query dimensions of indices and updates are
-  unsplit. The result takes the operand's spec, filled in from the others'."""
-  op, idx, upd = avals[:3]
-  dn = params["dimension_numbers"]
-  os, ispec, us = _full(op, specs[0]), _full(idx, specs[1]), _full(upd, specs[2])
-  if all(e is None for e in os + ispec + us):
-    return [(None,) * len(op.shape)]
-  ivd = len(idx.shape) - 1
-  in_upd = list(range(ivd))
-  for w in dn.update_window_dims:
-    in_upd.insert(w, None)
-  upd_batch = tuple(in_upd.index(i) for i in dn.scatter_indices_batching_dims)
-  op_window = [i for i in range(len(op.shape)) if i not in dn.inserted_window_dims and
-               i not in dn.operand_batching_dims]
-  ok = all(len({e for e in t if e is not None}) <= 1 for t in zip(
-      (os[d] for d in dn.operand_batching_dims),
-      (ispec[d] for d in dn.scatter_indices_batching_dims), (us[d] for d in upd_batch)))
-  ok = ok and all((upd.shape[u] == op.shape[o] and us[u] == os[o]) or
-                  (us[u] is None and os[o] is None)
-                  for u, o in zip(dn.update_window_dims, op_window))
-  ok = ok and all(os[i] is None for i in dn.inserted_window_dims)
-  ok = ok and all(e is None for i, e in enumerate(us)
-                  if i not in upd_batch and i not in dn.update_window_dims)
-  ok = ok and all(e is None for i, e in enumerate(ispec[:ivd])
-                  if i not in dn.scatter_indices_batching_dims)
-  ok = ok and ispec[ivd] is None
-  if not ok:
-    raise ShardingTypeError(
-        "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
-        "the scatter update as out sharding could not be resolved unambiguously (or would "
-        f"require collectives on inputs). Got operand={op!r}, indices={idx!r}, "
-        f"updates={upd!r}")
-  out = list(os)
-  for o, i, u in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims, upd_batch):
-    if out[o] is None:
-      out[o] = ispec[i] or us[u]
-  for u, o in zip(dn.update_window_dims, op_window):
-    if out[o] is None:
-      out[o] = us[u]
-  return [tuple(out)]
 
 
 def _axis_types_str(mesh):
@@ -636,123 +533,6 @@ def _typed_str(a):
   # An untyped value made inside `jax.set_mesh` has that mesh in JAX (replicated).
   mesh = a.mesh if type(a) is ShardedShapedArray else sharding_mod.current_mesh()
   return f"{a.str_short()}({_axis_types_str(mesh)})"
-
-
-def _dynamic_update_slice(prim, avals, specs, params):
-  op, upd = avals[0], avals[1]
-  same = (type(op) is ShardedShapedArray) == (type(upd) is ShardedShapedArray) and (
-      type(op) is not ShardedShapedArray or (op.mesh == upd.mesh and op.spec == upd.spec))
-  if not same:
-    raise ShardingTypeError(
-        "dynamic_update_slice operand sharding must be equal to update sharding, got "
-        f"operand sharding {_typed_str(op)} and update sharding {_typed_str(upd)}.")
-  return [_full(op, specs[0])]
-
-
-def _top_k(prim, avals, specs, params):
-  a = avals[0]
-  s = _full(a, specs[0])
-  if s and s[-1] is not None:
-    raise ShardingTypeError(
-        "The input should be unsharded over the axis along which to compute the top_k "
-        f"values. Got input type={a} and axis={len(a.shape) - 1}")
-  return [s, s]
-
-
-def _conv(prim, avals, specs, params, outs):
-  """JAX's rule: the kernel unsplit and the input's feature dimension unsplit; the result
-  is then laid out as the input (its batch, and spatial dimensions that stay divisible)."""
-  lhs = avals[0]
-  ls = _full(lhs, specs[0])
-  rs = specs[1]
-  feature = params["dimension_numbers"].lhs_spec[1]
-  if (rs is not None and any(e is not None for e in rs)) or ls[feature] is not None:
-    raise ShardingTypeError("Please specify the output sharding via `out_sharding` "
-                            "parameter of `conv_general_dilated`")
-  if type(lhs) is not ShardedShapedArray:
-    return [ls]
-  return [_varying_out_shape("conv_general_dilated", lhs, ls, outs[0].shape)]
-
-
-_conv.with_outs = True
-
-
-def _bitcast(prim, avals, specs, params, outs):
-  a = avals[0]
-  s = _full(a, specs[0])
-  nd = len(outs[0].shape)
-  return [s + (None,) if nd > len(s) else s[:nd]]
-
-
-_bitcast.with_outs = True
-
-
-def _split(prim, avals, specs, params, outs):
-  return _keep_shape_checked("split")(prim, avals, specs, params, outs)
-
-
-_split.with_outs = True
-
-
-def _stack(prim, avals, specs, params):
-  nd = len(avals[0].shape)
-  merged = _merge(prim.name, [_full(a, s) for a, s in zip(avals, specs)], nd)
-  ax = params["axis"]
-  return [merged[:ax] + (None,) + merged[ax:]]
-
-
-def _unstack(prim, avals, specs, params):
-  s, ax = _full(avals[0], specs[0]), params["axis"]
-  if s[ax] is not None:
-    raise ShardingTypeError(f"unstack of an axis split over mesh axes {_entry_fmt(s[ax])} "
-                            f"is not supported. Got input type={avals[0]} and axis={ax}")
-  return [s[:ax] + s[ax + 1:]] * avals[0].shape[ax]
-
-
-def _reduce_window(prim, avals, specs, params, outs):
-  """The variadic `reduce_window` (operands, then their init values): each result is
-  laid out as its operand, an axis whose size changes staying divisible."""
-  n = len(avals) // 2
-  res = []
-  for a, s, o in zip(avals[:n], specs[:n], outs):
-    s = _full(a, s)
-    res.append(_varying_out_shape("reduce_window", a, s, o.shape)
-               if type(a) is ShardedShapedArray else s)
-  return res
-
-
-_reduce_window.with_outs = True
-
-
-def _select_and_scatter_add(prim, avals, specs, params):
-  """The max-pool gradient (source, operand): the result has the operand's shape, and
-  its sharding, as in JAX."""
-  return [_full(avals[1], specs[1])]
-
-
-def _select_and_scatter(prim, avals, specs, params):
-  """`select_and_scatter` (operand, source, init): the operand's sharding."""
-  return [_full(avals[0], specs[0])]
-
-
-def _select_and_gather_add(prim, avals, specs, params, outs):
-  """The max-pool JVP (tangents, operand): the tangents must be laid out as the operand
-  (as in JAX; an untyped one is taken as laid out so), and the result is laid out as
-  the windowed reduction of the operand."""
-  t, x = avals
-  if type(t) is ShardedShapedArray and type(x) is ShardedShapedArray and \
-      (t.mesh != x.mesh or t.spec != x.spec):
-    raise ShardingTypeError(
-        "select_and_gather_add tangents and operand shardings must match, got "
-        f"{t.sharding!r} and {x.sharding!r}.")
-  a, s = (x, specs[1]) if type(x) is ShardedShapedArray else (t, specs[0])
-  s = _full(a, s)
-  if type(a) is not ShardedShapedArray:
-    return [s]
-  return [_varying_out_shape("select_and_gather_add", a, s, outs[0].shape)]
-
-
-_select_and_gather_add.with_outs = True
 
 
 # ---- control flow ----
@@ -789,6 +569,35 @@ def _scan(prim, avals, specs, params, outs):
 _scan.with_outs = True
 
 KEEP = object()   # a rule's "leave this result's type as abstract evaluation gave it"
+
+
+def _call(prim, avals, specs, params, outs):
+  """A jitted function's call (`xla_call`) whose body was traced on untyped arguments
+  (`vmap` of `jit` traces the body per example, then batches it): its results are
+  typed by running the body's equations on the typed arguments, as JAX, which traces
+  it on them, types them. (The body itself is unchanged: only its results' layout is
+  part of the program's interface.)"""
+  jaxpr = getattr(params["call_jaxpr"], "jaxpr", params["call_jaxpr"])
+  invars = jaxpr.invars
+  if len(invars) != len(avals) or all(type(v.aval) is type(a)
+                                      for v, a in zip(invars, avals)):
+    return [o.spec if type(o) is ShardedShapedArray else KEEP for o in
+            (v.aval for v in jaxpr.outvars)]
+  env = dict(zip(invars, avals))
+  read = lambda v: env.get(v, v.aval) if type(v).__name__ != "Literal" else v.aval
+  try:
+    for eqn in jaxpr.eqns:
+      for v, a in zip(eqn.outvars, eqn.primitive.out_avals([read(v) for v in eqn.invars],
+                                                         eqn.params)):
+        env[v] = a
+  except Exception:   # a form the rules do not know: leave the results as they were
+    return [KEEP] * len(outs)
+  res = [read(v) for v in jaxpr.outvars]
+  return [a.spec if type(a) is ShardedShapedArray and a.shape == o.shape else KEEP
+          for a, o in zip(res, outs)]
+
+
+_call.with_outs = True
 
 
 def _types_differ(a, b):
@@ -945,26 +754,21 @@ _RULES.update({
     "broadcast_in_dim": _broadcast_in_dim, "squeeze": _squeeze,
     "concatenate": _concatenate, "reshape": _reshape,
     "dot_general": _dot_general,
-    # JAX keeps the operand's spec through slicing and padding (an axis whose size
-    # changes must stay divisible).
-    "slice": _keep_shape_checked("slicing"), "pad": _keep_shape_checked("padding"),
-    "dynamic_slice": _keep_shape_checked("dynamic_slice"),
-    "gather": _gather, "dynamic_update_slice": _dynamic_update_slice,
-    "top_k": _top_k, "conv_general_dilated": _conv,
-    "bitcast_convert_type": _bitcast, "split": _split, "stack": _stack,
-    "unstack": _unstack, "tile": _same_as_operand,
-    "reduce_window_sum": _keep_shape_checked("reduce_window"),
-    "reduce_window_max": _keep_shape_checked("reduce_window"),
-    "reduce_window_min": _keep_shape_checked("reduce_window"),
-    "reduce_window": _reduce_window,
-    "select_and_scatter_add": _select_and_scatter_add,
-    "select_and_scatter": _select_and_scatter,
-    "select_and_gather_add": _select_and_gather_add,
+    "tile": _same_as_operand,
+    # JAX keeps the operand's spec (an axis whose size changes and that the mesh axes
+    # no longer divide, rfft's, is left unsplit by `_sharding_rule`).
+    "fft": _same_as_operand,
     "cond": _cond, "scan": _scan,
 })
-_RULES.update({name: _scatter for op in ("add", "sub", "mul", "min", "max", "apply")
-               for name in (f"scatter-{op}", f"scatter_{op}")})
-_RULES["scatter"] = _scatter
+# The indexing, windowed and convolution families' rules are in
+# sharding_rules_indexing.py (added to `_RULES` by `install`).
+# Typed PRNG keys (prng.py): the uint32 data has one more, never split, trailing axis.
+_RULES["xla_call"] = _call
+_RULES["random_unwrap"] = lambda prim, avals, specs, params: [
+    _full(avals[0], specs[0]) + (None,)]
+_RULES["random_wrap"] = lambda prim, avals, specs, params: [_full(avals[0], specs[0])[:-1]]
+_RULES["threefry2x32"] = lambda prim, avals, specs, params: \
+    _elementwise(prim, avals, specs, params) * 2
 
 
 def _check_duplicates(prim, avals_in, out_avals, specs):
@@ -1111,6 +915,8 @@ def install():
   """Turn the rules on (done when the first mesh with Explicit axes is made)."""
   global _spmd_state
   from tracejax._src.interpreters import pxla
+  from tracejax._src import sharding_rules_indexing
+  _RULES.update(sharding_rules_indexing.RULES)
   _spmd_state = pxla._spmd_state
   trace_mod.sharding_rule = _sharding_rule
   sharding_mod.aval_typer = typed_aval
@@ -1134,13 +940,16 @@ class set_mesh:
   def __init__(self, mesh):
     if mesh is not None and not isinstance(mesh, sharding_mod.Mesh):
       raise TypeError(f"set_mesh expects a Mesh, got {mesh!r}")
-    stack = sharding_mod._mesh_stack.stack
-    self._prev = list(stack)
+    st = sharding_mod._mesh_stack
+    self._prev = (list(st.stack), list(st.set_depths))
     self.mesh = mesh
     if mesh is None:
-      stack.clear()
+      st.stack.clear()
+      st.set_depths.clear()
     else:
-      stack.append(mesh)
+      st.stack.append(mesh)
+      st.set_depths.append(len(st.stack) - 1)
+    sharding_mod.sync_context_mesh()
     if mesh is not None and explicit_names(mesh):
       install()
 
@@ -1148,7 +957,9 @@ class set_mesh:
     return self.mesh
 
   def __exit__(self, *exc):
-    sharding_mod._mesh_stack.stack[:] = self._prev
+    st = sharding_mod._mesh_stack
+    st.stack[:], st.set_depths[:] = self._prev
+    sharding_mod.sync_context_mesh()
     return False
 
 
@@ -1212,6 +1023,42 @@ def reshard(xs, out_shardings):
     return s
   return tree_util.tree_unflatten(
       tree, [pxla.constrain(x, full(s, x)) for x, s in zip(leaves, shs)])
+
+
+def assert_constraint(x, shardings):
+  """`with_sharding_constraint(x, shardings)` inside `jax.set_mesh(mesh)` of a mesh
+  whose axes are all Explicit, as in JAX 0.10.2: an assertion that each value's type
+  already has the sharding asked for (an AssertionError in JAX's words otherwise; an
+  untyped value is replicated), the values coming back unchanged. Returns `(x,)`, or
+  None where it does not apply (no such mesh: the constraint lays values out).
+
+  Args:
+    x: a pytree of arrays.
+    shardings: a NamedSharding or PartitionSpec, or a pytree prefix of `x` of them.
+  """
+  mesh = sharding_mod.context_mesh()
+  if mesh is None or not mesh.axis_names or \
+      any(t != AxisType.Explicit for t in mesh.axis_types):
+    return None
+  from tracejax._src import tree_util
+  from tracejax._src.interpreters import pxla
+  leaves = tree_util.tree_leaves(x)
+  shs = pxla._leaf_shardings(shardings, x, "with_sharding_constraint shardings")
+  for v, s in zip(leaves, shs):
+    s = pxla._as_sharding(s, mesh, "with_sharding_constraint shardings")
+    if not isinstance(s, sharding_mod.NamedSharding):
+      continue
+    aval = getattr(v, "aval", None)
+    nd = len(aval.shape) if aval is not None else np.ndim(v)
+    want = tuple(s.spec) + (None,) * (nd - len(s.spec))
+    have = aval.spec if type(aval) is ShardedShapedArray else (None,) * nd
+    if tuple(s.spec._normalized(nd)) != tuple(P(*have)._normalized(nd)):
+      raise AssertionError(
+          "`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
+          f"`Explicit`. The array sharding: {P(*have)!r} did not match the sharding "
+          f"provided: {P(*want)!r}. Please use `jax.sharding.reshard` to shard your input "
+          "to the sharding you want.")
+  return (x,)
 
 
 # The primitive JAX 0.10.2 names in its `out_sharding=` errors for these functions.

@@ -243,7 +243,7 @@ class JVPTrace(Trace):
           # Linearizing: inline the call so each equation is split known/unknown
           # (and custom_vjp calls inside it see the linearization).
           with set_current_trace(self):
-            return ir.eval_jaxpr(params["call_jaxpr"], [], *args)
+            return _fresh_forwarded(ir.eval_jaxpr(params["call_jaxpr"], [], *args), args)
         if primitive.call_primitive:
           return self.process_call(primitive, primals, tangents, params)
         raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented")
@@ -350,8 +350,25 @@ class PartialEvalTrace(Trace):
     if primitive.call_primitive and "call_jaxpr" in params:
       # Inline calls with mixed inputs: each equation is then split on its own.
       with set_current_trace(self):
-        return ir.eval_jaxpr(params["call_jaxpr"], [], *args)
+        return _fresh_forwarded(ir.eval_jaxpr(params["call_jaxpr"], [], *args), args)
     return self.tangent_trace.process_primitive(primitive, args, params)
+
+
+def _fresh_forwarded(outs, args):
+  """Outputs of an inlined jit call: one that is an input holding a host (NumPy or
+  Python) value gets a copy, as a jit returns new Arrays (else a NumPy input would leak
+  out of vmap(vjp(jit(...))) as the primal output)."""
+  res = []
+  for o in outs:
+    if any(o is a for a in args):
+      inner = o
+      while isinstance(inner, Tracer):
+        inner = getattr(inner, "val", getattr(inner, "primal", None))
+      if isinstance(inner, (np.ndarray, np.generic)) or type(inner) in (int, float, complex):
+        from tracejax._src.lax import misc as lax_misc  # (lax registers its rules here)
+        o = lax_misc.copy_p.bind(o)
+    res.append(o)
+  return res
 
 
 def linearize_flat(fun, primals):

@@ -99,6 +99,15 @@ class _RuleAxis(threading.local):
 
 
 _rule_axis = _RuleAxis()
+
+
+def rule_axis_name(shadowed=()):
+  """The name of the named vmap running the current batching rule (None if none), for a
+  rule that batches a body binding names of its own (pmap's axis, shard_map's mesh
+  axes): if one of those, `shadowed`, is the vmap's too, the body's binding wins, so
+  the body is batched under a name no collective can use."""
+  name = _rule_axis.names[-1] if _rule_axis.names else None
+  return object() if name is not None and name in tuple(shadowed) else name
 _needs_axis = set()   # primitives that must see the trace even when nothing is batched
 _axis_rules = set()   # primitives whose batching rule takes the trace first (collectives)
 

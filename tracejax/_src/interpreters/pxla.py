@@ -53,7 +53,8 @@ from tracejax._src.core import ir
 from tracejax._src.core.avals import get_aval, raise_to_shaped
 from tracejax._src.core.trace import Primitive, Tracer, eval_trace
 from tracejax._src.core.trace import _ctx as _trace_ctx
-from tracejax._src.interpreters import ad, batching, lowering, pmap_nested, pmap_spmd, staging
+from tracejax._src.interpreters import ad, batching, lowering, pmap_aot, pmap_nested, pmap_spmd
+from tracejax._src.interpreters import staging
 from tracejax._src.lax import parallel
 from tracejax._src.runtime import backend as xb
 from tracejax._src.runtime import sharding as sharding_mod
@@ -335,7 +336,7 @@ def _xla_pmap_transpose(cts, *args, call_jaxpr, mapped_invars, axis_name, axis_s
   from tracejax._src.lax import reductions
   linear = [ad.is_undefined_primal(a) for a in args]
   with parallel.extend_axis_env(axis_name, params.get("global_axis_size") or axis_size):
-    t_jaxpr, t_consts = _transpose_body(call_jaxpr, linear)
+    t_jaxpr, t_consts = pmap_aot.transpose_body(call_jaxpr, linear)
   body, consts = staging.closed_call_jaxpr(t_jaxpr, t_consts)
   known = [a for a, l in zip(args, linear) if not l]
   cts = [ad.instantiate_zeros(c) if type(c) is ad.Zero else c
@@ -358,27 +359,6 @@ def _xla_pmap_transpose(cts, *args, call_jaxpr, mapped_invars, axis_name, axis_s
 ad.primitive_transposes[xla_pmap_p] = _xla_pmap_transpose
 
 
-def _transpose_body(call_jaxpr, linear):
-  """The member body's transpose: a jaxpr of (non-linear inputs, output cotangents) ->
-  cotangents of the linear inputs. The body (a pmap's JVP body: primal and tangent
-  computations together) is first split by partial evaluation, so that loops carrying
-  both (a scan with a psum inside) are split into a known loop, run forward, and a
-  linear one, transposed."""
-  from tracejax._src.interpreters import partial_eval as pe
-  nonlin = [v.aval for v, l in zip(call_jaxpr.invars, linear) if not l]
-  out_avals = [v.aval for v in call_jaxpr.outvars]
-
-  def f(*args):
-    known, cts = iter(args[:len(nonlin)]), args[len(nonlin):]
-    pvals = [pe.PartialVal.unknown(v.aval) if l else pe.PartialVal.known(next(known))
-             for v, l in zip(call_jaxpr.invars, linear)]
-    lin, _, res = pe.trace_to_jaxpr(lambda *xs: ir.eval_jaxpr(call_jaxpr, [], *xs), pvals,
-                                    instantiate=True)
-    cts_in = ad.backward_pass(lin, list(res), list(cts))
-    return [ad.instantiate_zeros(c) if type(c) is ad.Zero else c for c in cts_in]
-
-  return staging.trace_to_jaxpr(f, nonlin + out_avals)
-
 
 def _xla_pmap_batch(args, dims, *, call_jaxpr, mapped_invars, axis_name, axis_size,
                     **params):
@@ -400,7 +380,8 @@ def _xla_pmap_batch(args, dims, *, call_jaxpr, mapped_invars, axis_name, axis_si
       in_dims.append(0)
   with parallel.extend_axis_env(axis_name, params.get("global_axis_size") or axis_size):
     new_jaxpr, consts, _ = batching.batch_jaxpr(
-        call_jaxpr, size, in_dims, out_dims_wanted=[0] * len(call_jaxpr.outvars))
+        call_jaxpr, size, in_dims, batching.rule_axis_name((axis_name,)),
+        out_dims_wanted=[0] * len(call_jaxpr.outvars))
   body, const_args = staging.closed_call_jaxpr(new_jaxpr, consts)
   outs = xla_pmap_p.bind(*const_args, *moved, call_jaxpr=body,
                          mapped_invars=(False,) * len(const_args) + tuple(mapped_invars),
@@ -555,27 +536,20 @@ class PmapFunction:
 
   # -- ahead of time: the pmap as the one SPMD program jit makes of it --
 
-  def _as_jit(self):
-    from tracejax._src import jit as jit_mod
-    j = self.__dict__.get("_jit")
-    if j is None:
-      j = self.__dict__["_jit"] = jit_mod.Jitted(self, tuple(self.static), ())
-    return j
-
   def lower(self, *args, **kwargs):
     """The pmap lowered for these arguments (a `Lowered`: `.as_text()`, `.compile()`).
 
     >>> jax.pmap(lambda x: x * 2).lower(np.ones((jax.device_count(), 3)))  # doctest: +SKIP
     """
-    return self._as_jit().lower(*args, **kwargs)
+    return pmap_aot.as_jit(self).lower(*args, **kwargs)
 
   def trace(self, *args, **kwargs):
     """The pmap traced for these arguments (a `Traced`: `.jaxpr`, `.lower()`)."""
-    return self._as_jit().trace(*args, **kwargs)
+    return pmap_aot.as_jit(self).trace(*args, **kwargs)
 
   def eval_shape(self, *args, **kwargs):
     """The shapes and dtypes of the outputs, as ShapeDtypeStructs (nothing runs)."""
-    return self._as_jit().eval_shape(*args, **kwargs)
+    return pmap_aot.as_jit(self).eval_shape(*args, **kwargs)
 
   def clear_cache(self):
     """Forget the compiled programs (the next call traces and compiles again)."""
@@ -708,20 +682,9 @@ class PmapFunction:
           self._cache[key] = e
       out = self._run(e, leaves)
       if self.donate_argnums:
-        self._delete_donated(args, static, out)
+        pmap_aot.delete_donated(self.donate_argnums, args, static, out)
       return out, e
     return self._call_traced(args, static, in_tree, leaves, dyn, kwargs), None
-
-  def _delete_donated(self, args, static, out):
-    """As JAX: the Arrays passed in donated positions are invalid after the call (their
-    buffers are freed once the program has read them; outputs are fresh buffers, so an
-    output is never the donated input itself)."""
-    keep = {id(o) for o in tree_util.tree_leaves(out)}
-    for i in self.donate_argnums:
-      if 0 <= i < len(args) and i not in static:
-        for x in tree_util.tree_leaves(args[i]):
-          if type(x) is Array and id(x) not in keep and not x.is_deleted():
-            x.delete()
 
   def _build(self, args, static, in_tree, leaves, dyn, kwargs):
     dims = self._in_dims(dyn, kwargs, in_tree, static)
@@ -999,7 +962,7 @@ def lower_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh=N
     from tracejax._src import sharding_explicit as _se
     out_avals = [a if s is None else _se.retype(a, s)
                  for s, a in zip(out_shardings, out_avals)]
-    out_shardings = [s if s is not None else _se.out_sharding_of(a)
+    out_shardings = [s if s is not None else _se.out_sharding_of(a, mesh)
                      for s, a in zip(out_shardings, out_avals)]
   const_sh = [rep] * len(consts)
   all_in = const_sh + list(in_shardings)
@@ -1217,7 +1180,8 @@ def stage_spmd(jitted, leaves, in_avals, dyn, dkw, jaxpr, out_tree):
   Device of its committed arguments, `jit(device=...)` or `jax.default_device` when
   that is not the default one; else None. `jit(f).trace/lower` ask here (stages.py)."""
   staged = staged_mesh(jaxpr)
-  if jitted._shardings is None and staged is None and not any(
+  if jitted._shardings is None and staged is None and \
+      sharding_mod.context_mesh() is None and not any(
       sharding_mod.is_spmd_sharding(_leaf_sharding(x)) for x in leaves):
     if jitted.device is None and jitted.backend is None and \
         not sharding_mod.needs_placement(leaves):
@@ -1256,6 +1220,10 @@ def _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged_mesh_=None, jaxpr=N
   out_shardings) of an SPMD call of `jitted`; `staged_mesh_`: the mesh of the
   shard_maps/constraints/pmaps its jaxpr holds, if any; `jaxpr`: its traced program,
   whose pmaps say how to lay out the arguments they map (`_pmap_arg_hints`)."""
+  if (jitted.device is not None or jitted.backend is not None) and \
+      sharding_mod.context_mesh() is not None:
+    raise ValueError("Mesh context manager should not be used with jit when backend or "
+                     "device is also specified as an argument to jit.")
   opts = jitted._shardings
   in_spec, out_spec = (opts[2], opts[3]) if opts is not None else (None, None)
   if isinstance(in_spec, list):
@@ -1291,10 +1259,12 @@ def _resolve_spmd(jitted, leaves, in_avals, dyn, dkw, staged_mesh_=None, jaxpr=N
       elif type(x) is Array and x._committed and type(xs) is sharding_mod.SingleDeviceSharding \
           and (xs._device,) != tuple(devices):
         # As JAX: a committed array cannot join a program over other devices.
+        what = ("a pmap or shard_map inside jit with" if staged_mesh_ is not None else
+                "jit's context mesh with" if mesh is sharding_mod.context_mesh() and
+                not any(map(sharding_mod.is_spmd_sharding, arg_sh)) else "shardings over")
         raise ValueError(
             f"Received incompatible devices for jitted computation. Got "
-            f"{sharding_mod._describe(x, f'{i} of {jitted._name}')} and "
-            f"{'shardings over' if staged_mesh_ is None else 'a pmap or shard_map inside jit with'}"
+            f"{sharding_mod._describe(x, f'{i} of {jitted._name}')} and {what}"
             f" device ids {[d.id for d in devices]} on platform "
             f"{devices[0].platform.upper()}")
       else:
@@ -1428,6 +1398,11 @@ def with_sharding_constraint(x, shardings):
 
   >>> f = jit(lambda a: lax.with_sharding_constraint(a * 2, NamedSharding(mesh, P('x'))))  # doctest: +SKIP
   """
+  if sharding_mod.context_mesh() is not None:   # an assertion on all-Explicit meshes
+    from tracejax._src import sharding_explicit as _se
+    checked = _se.assert_constraint(x, shardings)
+    if checked is not None:
+      return checked[0]
   return constrain(x, shardings, check_auto=True)
 
 

@@ -395,8 +395,9 @@ utils.defbroadcasting(igammac_p, size_one=True)
 mlir.register_lowering(igammac_p, _lower_composition(_igammac_impl))
 
 def _igamma_grad_a_grad_a(g, a, x):
-  raise ValueError("igamma_grad_a gradient with respect to a (the second derivative of "
-                   "igamma in a) is not supported")
+  # (NotImplementedError, JAX 0.10.2's type for igamma_grad_a, which has no rule at all)
+  raise NotImplementedError("Differentiation rule for 'igamma_grad_a' with respect to a "
+                            "(the second derivative of igamma in a) not implemented")
 
 
 igamma_grad_a_p = naryop("igamma_grad_a", _float, None)

@@ -358,6 +358,8 @@ def needs_placement(args):
   """Whether any Array among `args` is committed or spread over several devices, or the
   default device has been changed: only then does placement need working out."""
   for x in args:
+    if type(x) is not backend.ArrayImpl:
+      x = getattr(x, "_base_array", None)   # a typed key array: its data's placement
     if type(x) is backend.ArrayImpl and (x._committed or
                                          type(x._sharding) is not SingleDeviceSharding):
       return True
@@ -466,6 +468,7 @@ P = PartitionSpec
 class _MeshStack(_threading.local):
   def __init__(self):
     self.stack = []
+    self.set_depths = []   # the positions in `stack` that `jax.set_mesh` filled
 
 
 _mesh_stack = _MeshStack()
@@ -474,6 +477,27 @@ _mesh_stack = _MeshStack()
 def current_mesh():
   """The mesh of the innermost `with mesh:` block (None outside any)."""
   return _mesh_stack.stack[-1] if _mesh_stack.stack else None
+
+
+def context_mesh():
+  """The mesh of the innermost `jax.set_mesh` when no `with mesh:` block is inside it
+  (else None): as in JAX, `jit` runs there even on arguments that are on no mesh (a
+  legacy `with mesh:` only resolves bare PartitionSpecs)."""
+  st = _mesh_stack
+  if st.set_depths and st.set_depths[-1] == len(st.stack) - 1:
+    return st.stack[-1]
+  return None
+
+
+# Part of jaxlib's C++ jit key (as our other flags, runtime/backend.py): a call inside
+# `jax.set_mesh(m)` runs over m, so it must not reuse an executable made outside it.
+_context_mesh_flag = _jax.config.Config("tracejax_context_mesh", None, include_in_jit_key=True,
+                                        include_in_trace_context=True)
+
+
+def sync_context_mesh():
+  """Tell jaxlib's C++ jit the current `context_mesh()` (after the mesh stack changes)."""
+  _context_mesh_flag.set_local(context_mesh())
 
 
 def named_from_spec(spec):
@@ -589,10 +613,14 @@ class Mesh:
 
   def __enter__(self):
     _mesh_stack.stack.append(self)
+    if _mesh_stack.set_depths:
+      sync_context_mesh()
     return self
 
   def __exit__(self, *exc):
     _mesh_stack.stack.pop()
+    if _mesh_stack.set_depths:
+      sync_context_mesh()
     return False
 
   def __eq__(self, other):
@@ -933,6 +961,8 @@ def spmd_arrays(args):
   NamedSharding/GSPMDSharding or a PmapSharding (a pmap's result): computations on
   them run as SPMD programs over those devices (interpreters/pxla.py), as in JAX."""
   for x in args:
+    if type(x) is not backend.ArrayImpl:
+      x = getattr(x, "_base_array", None)   # a typed key array: its data's layout
     if type(x) is backend.ArrayImpl and isinstance(x._sharding, (_SpmdSharding,
                                                                  PmapSharding)):
       return True

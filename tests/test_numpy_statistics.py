@@ -77,8 +77,8 @@ def test_quantile_nans_ints_and_names():
     jnp.percentile(xi, -1)
   with pytest.raises(ValueError, match="overwrite_input"):
     jnp.median(xi, overwrite_input=True)
-  with pytest.raises(TypeError, match="complex"):
-    jnp.median(xi + 1j)
+  with pytest.raises(ValueError, match="quantile does not support complex input"):
+    jnp.median(xi + 1j)   # JAX 0.10.2: ValueError, quantile's text
 
 
 def test_quantile_jit_vmap():

@@ -568,6 +568,16 @@ def _scan(prim, avals, specs, params, outs):
 
 _scan.with_outs = True
 
+
+def _while(prim, avals, specs, params, outs):
+  """A while loop's carries are typed as its body's results (`check_carry` has made
+  sure a typed carry keeps its type)."""
+  return [b.spec if type(b) is ShardedShapedArray else KEEP
+          for b in params["body_jaxpr"].out_avals]
+
+
+_while.with_outs = True
+
 KEEP = object()   # a rule's "leave this result's type as abstract evaluation gave it"
 
 
@@ -600,13 +610,27 @@ def _call(prim, avals, specs, params, outs):
 _call.with_outs = True
 
 
+def _type_of(a):
+  """(mesh, spec) of type `a` as JAX compares loop carries and branch results: a typed
+  one's; an untyped one's inside `jax.set_mesh` of a mesh with Explicit axes is
+  replicated over it (JAX gives every value made there that mesh); else None (no
+  mesh: agrees with any)."""
+  if type(a) is ShardedShapedArray:
+    return a.mesh, a.spec
+  if _spmd_state is not None and _spmd_state.partitions:
+    return None   # lowering a checked program: its helpers' results are left untyped
+  m = sharding_mod.context_mesh()
+  if m is not None and isinstance(a, avals_mod.ShapedArray) and explicit_names(m):
+    return m, (None,) * len(a.shape)
+  return None
+
+
 def _types_differ(a, b):
-  """JAX's comparison of two types' shardings: types that both have a mesh (here: are
-  ShardedShapedArrays) must have one sharding. (Inside `jax.set_mesh` JAX also gives
-  untyped values the mesh, replicated, and then rejects e.g. a `jnp.zeros` carry that
-  comes out split; tracejax leaves untyped types out, see `_concatenate`.)"""
-  return (type(a) is ShardedShapedArray and type(b) is ShardedShapedArray and
-          (a.mesh != b.mesh or a.spec != b.spec))
+  """JAX's comparison of two types' shardings (see `_type_of`)."""
+  if type(a) is not ShardedShapedArray and type(b) is not ShardedShapedArray:
+    return False
+  ta, tb = _type_of(a), _type_of(b)
+  return ta is not None and tb is not None and ta != tb
 
 
 def _fun_info(f):
@@ -758,7 +782,7 @@ _RULES.update({
     # JAX keeps the operand's spec (an axis whose size changes and that the mesh axes
     # no longer divide, rfft's, is left unsplit by `_sharding_rule`).
     "fft": _same_as_operand,
-    "cond": _cond, "scan": _scan,
+    "cond": _cond, "scan": _scan, "while": _while,
 })
 # The indexing, windowed and convolution families' rules are in
 # sharding_rules_indexing.py (added to `_RULES` by `install`).

@@ -61,8 +61,9 @@ def _quantile_front(fun_name, a, q, axis, out, overwrite_input, method, keepdims
   util.check_arraylike_or_list(fun_name, a, q)
   a, q = util.to_array(a), util.to_operand(q)
   if dtypes.is_complex(util.dtype_of(a)) or dtypes.is_complex(util.dtype_of(q)):
-    # (ValueError, as JAX 0.10.2 raises for the whole median/quantile family)
-    raise ValueError(f"jnp.{fun_name} does not support complex inputs")
+    # JAX 0.10.2's ValueError and text, for the whole median/quantile family
+    raise ValueError("quantile does not support complex input, as the operation is "
+                     "poorly defined.")
   _check_q(q, fun_name, scale)
   if scale != 1:
     q, = util.promote_dtypes_inexact(q)

@@ -458,9 +458,13 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     where = jnp.broadcast_to(jnp.asarray(where, bool), a.shape)
     a = jnp.where(where, a, -jnp.inf)
   # initial=-inf: an empty reduction gives log(0) = -inf, as JAX (not a max error)
-  amax = (jnp.max(a, axis=axes, keepdims=True) if jnp.iscomplexobj(a) else
-          jnp.max(a, axis=axes, keepdims=True, initial=-jnp.inf))
+  # Complex terms are shifted by the largest real part, as in JAX: the log of the sum
+  # is then the principal one (imaginary part in (-pi, pi]; fuzzer seed 202).
+  amax = jnp.max(jnp.real(a) if jnp.iscomplexobj(a) else a, axis=axes, keepdims=True,
+                 initial=-jnp.inf)
   amax = _stop(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
+  if jnp.iscomplexobj(a):
+    amax = amax.astype(a.dtype)
   # lax.sub, not `-`: as in JAX, a weak `a` meets the strong shift without a promotion,
   # so no weak-to-strong cast stands on the gradient's path (grad of a Python scalar's
   # logsumexp is strong there).

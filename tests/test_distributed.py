@@ -116,6 +116,14 @@ def _worker(mode, pid, nproc, port):
   yg = jax.make_array_from_process_local_data(batch, y[rows])
   wg = jax.make_array_from_process_local_data(repl, w)
   res["named_x_shape"] = list(xg.shape)
+  # host-local <-> global views (multihost_utils), and grouped collectives across processes
+  hg = mu.host_local_array_to_global_array(x[rows], mesh, PartitionSpec(("proc", "dev")))
+  res["hl_global"] = mu.process_allgather(hg).tolist()
+  res["hl_local"] = np.asarray(
+      mu.global_array_to_host_local_array(hg, mesh, PartitionSpec(("proc", "dev")))).tolist()
+  res["psum_groups"] = np.asarray(jax.pmap(lambda v: lax.psum(
+      v, "i", axis_index_groups=[list(range(0, n, 2)), list(range(1, n, 2))]), "i")(
+          np.array([1., 10.], np.float32) * (pid + 1))).tolist()
 
   @jax.jit
   def spmd_step(w, x, y):
@@ -211,6 +219,11 @@ def test_data_parallel_step_across_processes(nproc):
     assert r["callback_value"] == np.arange(3. * n).reshape(n, 3).tolist()
     assert r["single_value"] == [[float(i)] * 2 for i in all_ids]
     assert r["named_x_shape"] == [2 * n, 3]
+    np.testing.assert_allclose(r["hl_global"], x, rtol=1e-6)
+    np.testing.assert_allclose(r["hl_local"], x[4 * pid:4 * pid + 4], rtol=1e-6)
+    # member 2p holds p + 1, member 2p + 1 holds 10 (p + 1): the even and odd groups
+    assert r["psum_groups"] == [float(sum(range(1, nproc + 1))),
+                                10. * sum(range(1, nproc + 1))]
     np.testing.assert_allclose(r["spmd_w"], want_w, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(r["spmd_loss"], want_loss, rtol=2e-5)
 

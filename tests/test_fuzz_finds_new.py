@@ -287,3 +287,47 @@ def test_zeta_derivative_in_x():
   assert p.dtype == jnp.bfloat16
   np.testing.assert_array_equal(np.asarray(p, np.float32), [np.inf, np.inf, -7.125])
   np.testing.assert_array_equal(np.asarray(t, np.float32), [np.nan, np.nan, 9.5])
+
+
+# ---- logsumexp of complex is the principal log (s202 #1070) ------------------------------------
+
+def test_logsumexp_complex_is_the_principal_log():
+  # JAX 0.10.2 shifts by the largest real part, so the imaginary part is the angle of the
+  # sum, in (-pi, pi]: logsumexp(-382.8958+101.06027j) = -382.8958+0.5293073j,
+  # logsumexp([1+5j, 2-7j]) = 2.2815785-0.86632305j, with b=2: 2.9747257-0.86632305j.
+  import tracejax.scipy.special as jss
+  np.testing.assert_allclose(jax.nn.logsumexp(jnp.complex64(-382.89581298828125
+                                                            + 101.06027221679688j)),
+                             -382.8958 + 0.5293073j, rtol=1e-6)
+  z = jnp.array([1 + 5j, 2 - 7j], jnp.complex64)
+  np.testing.assert_allclose(jax.nn.logsumexp(z), 2.2815785 - 0.86632305j, rtol=1e-6)
+  np.testing.assert_allclose(jss.logsumexp(z, b=2.), 2.9747257 - 0.86632305j, rtol=1e-6)
+  # the fuzzer's program: vdot of it with itself, under jit: 146609.48
+  v = jax.jit(lambda x: jnp.vdot(jax.nn.logsumexp(x)[None], jax.nn.logsumexp(x)[None]))(
+      jnp.complex64(-382.89581298828125 + 101.06027221679688j))
+  np.testing.assert_allclose(v, 146609.48, rtol=1e-5)
+
+
+# ---- reductions of a 0-d array over axis 0 (s202, found while triaging #1070) -----------------
+
+def test_reduction_of_0d_over_axis_0_is_a_value_error():
+  # JAX 0.10.2: ValueError "axis 0 is out of bounds for array of dimension 0" (max gave an
+  # IndexError here, sum a ValueError from lax); axis=() and None still work.
+  for f in (jnp.max, jnp.min, jnp.sum, jnp.any, jax.nn.logsumexp):
+    with raises(ValueError, "axis 0 is out of bounds for array of dimension 0"):
+      f(jnp.float32(1.), axis=0)
+  with raises(ValueError, "out of bounds for array of dimension 0"):
+    jnp.max(jnp.float32(1.), axis=(0,))
+  assert float(jnp.sum(jnp.float32(2.), axis=())) == 2. and float(jnp.max(3., axis=None)) == 3.
+
+
+# ---- second derivative of igamma in a: NotImplementedError (s202 #504) -----------------------
+
+def test_igamma_grad_a_has_no_derivative_in_a():
+  # JAX 0.10.2: hessian(lambda a: gammainc(a, 2.))(1.5) -> NotImplementedError
+  # "Differentiation rule for 'igamma_grad_a' not implemented" (also for gammaincc).
+  import tracejax.scipy.special as jss
+  with pytest.raises(NotImplementedError, match="igamma_grad_a"):
+    jax.hessian(lambda a: jss.gammainc(a, 2.))(1.5)
+  with pytest.raises(NotImplementedError, match="igamma_grad_a"):
+    jax.hessian(lambda a: jss.gammaincc(a, 2.))(1.5)

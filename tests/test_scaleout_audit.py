@@ -110,6 +110,10 @@ r3 = jax.jit(lambda q: q * 2, in_shardings=SingleDeviceSharding(d[3]))(y)
 assert r3.devices() == {d[3]}
 close(r3, np.arange(4.) * 2)
 assert jax.jit(lambda q: q * 2, out_shardings=SingleDeviceSharding(d[3]))(np.ones(2)).devices() == {d[3]}
+# x.device: a property (the device, or the sharding of a multi-device array); the
+# older method form x.device() still gives the device
+assert y.device == d[2] and y.device() == d[2]
+assert isinstance(jax.pmap(lambda v: v)(np.ones((N, 2))).device, jax.sharding.Sharding)
 # process helpers; pmap ignores jax.default_device (the first local devices, in order)
 assert jax.process_indices() == [0]
 raises(ValueError, ['Unknown process_index 5'], lambda: jax.local_devices(process_index=5))

@@ -9,7 +9,11 @@ does inside `jax.set_mesh` and with typed PRNG keys, on 8 CPU devices.
   errors, in JAX's words); a legacy `with mesh:` does not do that;
 * untyped results of a program over an all-Explicit mesh are replicated over it;
 * typed key arrays laid out by a split NamedSharding go through `jit` and `vmap`, and
-  their type is split as their data's (`key<fry>[8@x]`).
+  their type is split as their data's (`key<fry>[8@x]`);
+* inside `jit`, `jax.typeof(arg).sharding` of an argument on an Auto mesh names the mesh;
+* inside `jax.set_mesh` of an Explicit mesh, loop carries and cond branches compare an
+  untyped value as a replicated one (JAX's TypeErrors), while the library's own loops
+  keep their carries' types.
 
 Values are compared with the same computation on one device; types, shardings and
 messages with what JAX 0.10.2 gives (recorded here)."""
@@ -83,13 +87,27 @@ for _ in range(2):   # outside again: one device (the C++ cache is keyed by the 
 with jax.set_mesh(auto):   # Auto axes: XLA's layout (replicated here), over the mesh
   z = f()
   assert z.sharding == NamedSharding(auto, P()), z.sharding
-with mesh:                 # a legacy mesh context: one device, as in JAX
+with mesh:                 # a legacy mesh context: one device and no abstract mesh, as in JAX
   assert type(f().sharding).__name__ == 'SingleDeviceSharding'
+  assert repr(jax.sharding.get_abstract_mesh()) == 'AbstractMesh((), axis_types=())'
+  assert jax.sharding.get_mesh().empty
+with jax.set_mesh(mesh), auto:   # ... and inside jax.set_mesh, that mesh stays the context
+  assert f().sharding == NS(None, None) and jax.sharding.get_mesh() is mesh
 sub = Mesh(np.array(jax.devices()[4:]).reshape(2, 2), ('x', 'y'),
            axis_types=(AxisType.Explicit,) * 2)
 with jax.set_mesh(sub):
   z = f()
   assert z.sharding == NamedSharding(sub, P(None, None)) and z.devices() == set(jax.devices()[4:])
+
+# ---- inside jit, the type of an argument on an Auto mesh names that mesh ----
+seen = []
+u = jax.device_put(xn, NamedSharding(auto, P('x', None)))
+got = jax.jit(lambda v: (seen.append(jax.typeof(v).sharding), v * 2)[1])(u)
+assert repr(seen[0]) == ("NamedSharding(mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, "
+                         "Auto), device_kind=cpu, num_cores=None, platform=cpu), spec=P(None, "
+                         "None))"), seen
+assert T(got) == 'float32[8,4]' and got.sharding.mesh == auto
+close(got, xn * 2)
 
 # ---- untyped results over an all-Explicit mesh are replicated ----
 def chol(v):   # (no sharding rule for cholesky: its result is untyped)
@@ -103,8 +121,8 @@ close(got, np.fft.fft(xn), 1e-4)
 
 # ---- loops and conds: inside jax.set_mesh untyped values are replicated ones ----
 CARRY = ("{} body function carry input and carry output must have equal types, but they "
-         "differ:\n\nThe input carry {} has type float32[8,4] but the corresponding output "
-         "carry component has type float32[8@x,4].\n\nRevise the function so that all output "
+         "differ:\\n\\nThe input carry {} has type float32[8,4] but the corresponding output "
+         "carry component has type float32[8@x,4].\\n\\nRevise the function so that all output "
          "types match the corresponding input types.")
 scan0 = lambda v: lax.scan(lambda c, x: (c + v, None), jnp.zeros((8, 4)), None, length=3)[0]
 fori0 = lambda v: lax.fori_loop(0, 3, lambda i, c: c + v, jnp.zeros((8, 4)))

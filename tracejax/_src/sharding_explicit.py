@@ -43,7 +43,17 @@ scatters (JAX's rules: what is indexed into must be whole or unsplit), `dynamic_
 `check_carry`) and `while` (its carry's types). NumPy indexing of a concrete typed
 array goes through a gather (as JAX's does), `x.at[...]` lays its updates out as
 `x[...]`, and `zeros_like`/`ones_like`/`full_like` keep a typed array's sharding. Other
-primitives give untyped results (their layout is XLA's choice).
+primitives give untyped results; in a program over a mesh whose axes are all Explicit
+those are replicated over it, as in JAX. Also typed: `fft` (the operand's spec), typed
+PRNG keys (`random_wrap`/`random_unwrap`: the key data's extra word axis is unsplit;
+`threefry2x32` as elementwise), and a jitted call whose body was traced untyped (`vmap`
+of `jit`: `_call`). The indexing, windowed and convolution families' rules are in
+sharding_rules_indexing.py.
+
+Inside `jax.set_mesh(mesh)` (`sharding_mod.context_mesh`), as in JAX: `jit` runs over
+the mesh (jit.py, pxla.py), `with_sharding_constraint` on an all-Explicit mesh is an
+assertion on the type (`assert_constraint`), and an untyped value counts as replicated
+over the mesh when loop carries and cond branches are compared (`_type_of`).
 """
 import contextlib
 import threading
@@ -294,6 +304,40 @@ def mesh_typed(aval, sharding):
     return aval
   return ShardedShapedArray(aval.shape, aval.dtype, aval.weak_type, sharding.mesh,
                             (None,) * len(aval.shape))
+
+
+def auto_arg_avals(leaves, avals):
+  """jit's argument types for an SPMD call: an Array laid out by a NamedSharding over a
+  mesh with no Explicit axis gets the type that names that mesh and splits no axis
+  (`mesh_typed`), so that `jax.typeof(arg).sharding` inside the function reports the
+  mesh, as in JAX. No sharding rule runs on such types (`_sharding_rule`), and no
+  layout is asked for them (`out_sharding_of`, `_typed_transpose`).
+
+  Args:
+    leaves: the call's argument leaves.
+    avals: their avals (returned when none changes).
+  """
+  out = None
+  for i, (x, a) in enumerate(zip(leaves, avals)):
+    s = getattr(x, "_sharding", None)
+    if type(a) is not avals_mod.ShapedArray or s is None:
+      continue
+    if type(s) is sharding_mod.PmapSharding:
+      from tracejax._src.interpreters import pxla
+      s = pxla.spmd_view(s)
+    if not isinstance(s, sharding_mod.NamedSharding) or explicit_names(s.mesh):
+      continue
+    t = mesh_typed(a, s)
+    if t is not a:
+      out = list(avals) if out is None else out
+      out[i] = t
+  return avals if out is None else tuple(out)
+
+
+def _layout_typed(a):
+  """Whether typed aval `a` asks for a layout: a mesh with Explicit axes, or a split
+  axis (`explicit_axes`); not the plain types of arguments on Auto meshes."""
+  return AxisType.Explicit in tuple(a.mesh.axis_types) or any(e is not None for e in a.spec)
 
 
 # ---- the rules ----
@@ -839,6 +883,9 @@ def _sharding_rule(prim, avals_in, params, outs):
       break
   if mesh is None or getattr(_suspended, "on", False):
     return outs
+  if AxisType.Explicit not in tuple(mesh.axis_types) and not any(
+      _layout_typed(a) for a in avals_in if type(a) is ShardedShapedArray):
+    return outs   # only arguments on Auto meshes (`auto_arg_avals`): no rules there
   rule = _RULES.get(prim.name)
   if rule is None:
     return outs
@@ -899,7 +946,8 @@ def _typed_transpose(rule, contracting=False):
     res = []
     for c, a in zip(outs, args):
       if c is not None and type(c) is not ad.Zero and ad.is_undefined_primal(a) and \
-          type(a.aval) is ShardedShapedArray and _retypable(c, a.aval):
+          type(a.aval) is ShardedShapedArray and _layout_typed(a.aval) and \
+          _retypable(c, a.aval):
         c = pxla.constrain(c, a.aval.concrete_sharding())
       res.append(c)
     return type(outs)(res) if isinstance(outs, tuple) else res
@@ -988,23 +1036,24 @@ class set_mesh:
 
 
 def get_abstract_mesh():
-  """The abstract mesh of the current mesh (`jax.set_mesh`/`with mesh:`), else the empty
-  one.
+  """The abstract mesh of the innermost `jax.set_mesh`, else the empty one (as in JAX, a
+  legacy `with mesh:` block sets none).
 
   >>> get_abstract_mesh()
   AbstractMesh((), axis_types=())
   """
-  m = sharding_mod.current_mesh()
+  m = sharding_mod.context_mesh()
   return avals_mod.AbstractMesh.EMPTY if m is None else type_mesh(m)
 
 
 def get_mesh():
-  """The current concrete mesh (`jax.set_mesh`/`with mesh:`), else the empty `Mesh`.
+  """The concrete mesh of the innermost `jax.set_mesh`, else the empty `Mesh` (as in
+  JAX, a legacy `with mesh:` block sets none).
 
   >>> get_mesh().empty
   True
   """
-  m = sharding_mod.current_mesh()
+  m = sharding_mod.context_mesh()
   return sharding_mod.Mesh((), ()) if m is None else m
 
 

@@ -1148,6 +1148,8 @@ def call_spmd(jitted, leaves, in_tree, in_avals, key, svals, dyn, dkw, staged=No
     if staged is not None:
       jaxpr, consts, out_tree = staged.jaxpr, staged.consts, staged.out_tree
     else:
+      from tracejax._src import sharding_explicit as _se   # (imports this module)
+      in_avals = _se.auto_arg_avals(leaves, in_avals)   # typeof reports their mesh
       jaxpr, consts, out_tree = jitted._trace(in_tree, in_avals, svals)
       if any(e.primitive is xla_pmap_p for e in jaxpr.eqns):
         # the arguments its pmaps map arrive split, as `.lower()` shows (stage_spmd)

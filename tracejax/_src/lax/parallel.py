@@ -19,7 +19,12 @@ A named axis is bound in one of two ways, and every collective has a rule for ea
 
 Outside any map the name is unbound (an error). Differentiation follows JAX: psum's
 transpose is psum, all_gather's is psum_scatter and the reverse, ppermute's is the
-inverse permutation, all_to_all's swaps split and concat axes.
+inverse permutation, all_to_all's swaps split and concat axes; pmax and pmin have no
+differentiation rule (as in JAX). `axis_index_groups` (psum, pmean, pmax, pmin,
+all_gather, psum_scatter, all_to_all) restrict each member's collective to its group:
+the replica groups of the lowering are cut to them (pmap and shard_map; under vmap a
+NotImplementedError, as in JAX). A tuple of names in `axis_index` gives the member's
+row-major position over those axes.
 """
 import contextlib
 import itertools

@@ -41,6 +41,11 @@ def _keepdims_shape(in_shape, dims):
 def _prepare(name, a, axis):
   util.check_arraylike_or_list(name, a)
   a = util.to_array(a)
+  if util.ndim(a) == 0 and axis is not None and axis != ():
+    # JAX 0.10.2: a 0-d array has no axis 0 either (fuzzer seed 202: jnp.max(x_0d, axis=0)
+    # reached an IndexError here)
+    ax = axis[0] if isinstance(axis, (tuple, list)) else axis
+    raise ValueError(f"axis {ax} is out of bounds for array of dimension 0")
   return a, util.canonicalize_axes(axis, util.ndim(a))
 
 

@@ -15,6 +15,11 @@ from tracejax._src.runtime import sharding as sharding_mod
 avals_mod.partition_spec_type = sharding_mod.PartitionSpec
 
 
+# `x.device` is a property (JAX 0.10.2); calling the device it returns gives the device
+# itself, so code written for the older method, `x.device()`, keeps working.
+backend._jax.Device.__call__ = lambda self: self
+
+
 class _ArrayMethods:
   """The Python side of `Array`: attached to jaxlib's C++ ArrayImpl below."""
   __array_priority__ = 100
@@ -63,9 +68,17 @@ class _ArrayMethods:
     for a in self._arrays:
       a._copy_single_device_array_to_host_async()
 
+  @property
   def device(self):
-    """The device of a single-device array (2020 API; today's `.devices()` for several)."""
-    return backend.buffer_device(self)
+    """The device of a single-device array, else its sharding (a property, as in JAX
+    0.10.2). Devices are callable, returning themselves, so the method form of older
+    JAX, `x.device()`, gives the device too.
+
+    >>> jnp.ones(3).device   # doctest: +SKIP
+    CpuDevice(id=0)
+    """
+    s = self._sharding
+    return s._device if type(s) is backend._jax.SingleDeviceSharding else s
 
   def devices(self):
     """The set of devices that hold a piece of this array.

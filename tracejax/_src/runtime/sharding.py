@@ -480,13 +480,11 @@ def current_mesh():
 
 
 def context_mesh():
-  """The mesh of the innermost `jax.set_mesh` when no `with mesh:` block is inside it
-  (else None): as in JAX, `jit` runs there even on arguments that are on no mesh (a
+  """The mesh of the innermost `jax.set_mesh` (None outside any): as in JAX, `jit` runs
+  there even on arguments that are on no mesh, and it is the abstract mesh of types (a
   legacy `with mesh:` only resolves bare PartitionSpecs)."""
   st = _mesh_stack
-  if st.set_depths and st.set_depths[-1] == len(st.stack) - 1:
-    return st.stack[-1]
-  return None
+  return st.stack[st.set_depths[-1]] if st.set_depths else None
 
 
 # Part of jaxlib's C++ jit key (as our other flags, runtime/backend.py): a call inside
@@ -613,14 +611,10 @@ class Mesh:
 
   def __enter__(self):
     _mesh_stack.stack.append(self)
-    if _mesh_stack.set_depths:
-      sync_context_mesh()
     return self
 
   def __exit__(self, *exc):
     _mesh_stack.stack.pop()
-    if _mesh_stack.set_depths:
-      sync_context_mesh()
     return False
 
   def __eq__(self, other):

@@ -165,8 +165,9 @@ def test_logsumexp_weights_check_grads(x64):
 
 
 def test_out_sharding_real_named_sharding_one_device():
-  from tracejax.sharding import Mesh, NamedSharding, PartitionSpec as P
-  mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+  # out_sharding= names Explicit mesh axes (JAX 0.10.2 rejects Auto axes with a ValueError)
+  from tracejax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
+  mesh = Mesh(np.array(jax.devices()[:1]), ("x",), axis_types=(AxisType.Explicit,))
   s = NamedSharding(mesh, P("x"))
   a = jnp.zeros(4, out_sharding=s)
   np.testing.assert_array_equal(a, np.zeros(4))
@@ -174,6 +175,9 @@ def test_out_sharding_real_named_sharding_one_device():
   k = jax.random.key(1)
   r = jax.random.normal(k, (2,), out_sharding=s)
   np.testing.assert_array_equal(r, jax.random.normal(k, (2,)))
-  assert r.sharding == s
-  with mesh:  # a PartitionSpec names axes of the current mesh
-    assert jnp.ones(2, out_sharding=P()).sharding == NamedSharding(mesh, P())
+  assert r.sharding == s and str(jax.typeof(r)) == "float32[2@x]"
+  with jax.set_mesh(mesh):  # a PartitionSpec names axes of the current mesh
+    assert jnp.ones(2, out_sharding=P()).sharding == NamedSharding(mesh, P(None))
+  auto = Mesh(np.array(jax.devices()[:1]), ("x",))
+  with pytest.raises(ValueError, match="cannot contain axis names that are of type Auto"):
+    jnp.zeros(4, out_sharding=NamedSharding(auto, P("x")))

@@ -177,6 +177,12 @@ close(jax.vmap(jax.vmap(lambda a: lax.axis_index(('j', 'i')), axis_name='j'), ax
       [[0, 4], [1, 5], [2, 6], [3, 7]])   # JAX 0.10.2's numbers
 close(jax.pmap(jax.pmap(lambda a: a * 0 + lax.axis_index(('i', 'j')), 'j'), 'i')(np.zeros((2, 2))),
       [[0, 1], [2, 3]])
+# all_to_all over two names under nested vmaps (as JAX) and nested pmaps
+x4 = np.arange(32, dtype=np.float32).reshape(2, 2, 4, 2)
+a2a = lambda a: lax.all_to_all(a, ('i', 'j'), 0, 0)
+want = np.swapaxes(x4.reshape(4, 4, 2), 0, 1).reshape(2, 2, 4, 2)
+close(jax.vmap(jax.vmap(a2a, axis_name='j'), axis_name='i')(x4), want)
+close(jax.pmap(jax.pmap(a2a, 'j'), 'i')(x4), want)
 m2 = Mesh(np.array(d).reshape(2, 2), ('a', 'b'))
 sm2 = jax.jit(jax.shard_map(lambda a: a * 0 + lax.axis_index(('a', 'b')), mesh=m2,
                             in_specs=P('a', 'b'), out_specs=P('a', 'b')))

@@ -795,12 +795,31 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
                          f"rank {nd}")
       axes.append(int(ax))
     sa, ca = axes
+    if not tiled and groups is None and len(_names(axis_name)) > 1 and any(
+        _vmap_axis_size(n) is not None for n in _names(axis_name)):
+      outs.append(_all_to_all_gathered(leaf, axis_name, sa, ca))
+      continue
     if not tiled:
       outs += all_to_all_p.bind(leaf, axis_name=axis_name, split_axis=sa, concat_axis=ca,
                                 **_groups_kw(groups))
       continue
     outs.append(_all_to_all_tiled(leaf, axis_name, sa, ca, groups))
   return tree_util.tree_unflatten(tree, outs)
+
+
+def _all_to_all_gathered(x, axis_name, sa, ca):
+  """all_to_all over several names some vmap binds (its batching rule takes one name):
+  gather every member's value over the names, keep this member's slice of each (its
+  position over the names, `axis_index`), the members' axis going to `ca`."""
+  from tracejax._src.lax import slicing
+  from tracejax._src.lax import utils as lax_utils
+  n = axis_size(axis_name)
+  if np.shape(x)[sa] != n:
+    raise ValueError(f"all_to_all: split_axis {sa} has size {np.shape(x)[sa]}, but axes "
+                     f"{axis_name!r} have size {n}")
+  g = all_gather(x, axis_name, axis=0)                     # (members, *x.shape)
+  y = slicing.dynamic_index_in_dim(g, axis_index(axis_name), 1 + sa, keepdims=False)
+  return lax_utils.moveaxis(y, 0, ca)
 
 
 def _all_to_all_tiled(x, axis_name, sa, ca, groups):

@@ -331,3 +331,13 @@ def test_igamma_grad_a_has_no_derivative_in_a():
     jax.hessian(lambda a: jss.gammainc(a, 2.))(1.5)
   with pytest.raises(NotImplementedError, match="igamma_grad_a"):
     jax.hessian(lambda a: jss.gammaincc(a, 2.))(1.5)
+
+
+# ---- jnp.i0 of complex (s203 #1109) ----------------------------------------------------------------
+
+def test_i0_of_complex_is_a_value_error():
+  # JAX 0.10.2: ValueError "Unsupported input type to jax.numpy.i0: complex64"; ints and
+  # bools are promoted (i0(1) = 1.266066).
+  with raises(ValueError, "Unsupported input type to jax.numpy.i0: complex64"):
+    jnp.i0(jnp.ones(1, jnp.complex64))
+  np.testing.assert_allclose(jnp.i0(jnp.ones(1, jnp.int32)), [1.266066], rtol=1e-6)

@@ -183,3 +183,118 @@ def test_jit_grad_and_vmap_agree_with_eager():
   xs = np.array([0.1, 0.2, 0.3], np.float32)
   batched = jax.vmap(f)(xs)
   np.testing.assert_allclose(np.asarray(batched), [np.asarray(f(x)) for x in xs], rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# Weak types of rule internals (issue 13 item 10, second pass). Recorded from JAX
+# 0.10.2 with x64 off and on: name -> (program, type x64 off, type x64 on, value).
+# The rules they pin: entr differentiates its own x*log(x) (tangent x_dot*(log x + 1)
+# in x's types); sort's transpose is JAX's gather transpose (a scatter-add into
+# strong zeros), also for a length-1 axis; hypot turns strong only at its last step
+# (against a strong inf) for non-0-d results; scatter-max/min/mul JVPs build their
+# constants like the operand/updates (full_like), and `.at[]` combines a weak x with
+# a strong update strongly before restoring x's weak type.
+# ---------------------------------------------------------------------------
+
+def _w(n, v):
+  return jnp.full((n,), v)
+
+
+RULE_CASES = {
+    "entr_jvp": (lambda: jax.jvp(sp.entr, (0.3,), (0.5,)),
+                 ("float32~", "float32~"), ("float64~", "float64~"),
+                 (-0.3 * np.log(0.3), -0.5 * (np.log(0.3) + 1))),
+    "entr_jvp_vec": (lambda: jax.jvp(sp.entr, (_w(2, 0.3),), (_w(2, 0.5),)),
+                     ("float32~", "float32~"), ("float64~", "float64~"),
+                     ([-0.3 * np.log(0.3)] * 2, [-0.5 * (np.log(0.3) + 1)] * 2)),
+    "sort_grad_weak_scalar": (lambda: jax.grad(lambda x: jnp.sort(x, axis=None).sum())(0.3),
+                              "float32", "float64", 1.0),
+    "sort_grad_weak_vec": (lambda: jax.grad(lambda x: jnp.sort(x, descending=True)[0])(
+        _w(2, 0.3)), "float32", "float64", [0.0, 1.0]),
+    "sort_jvp_weak_vec": (lambda: jax.jvp(jnp.sort, (_w(2, 0.3),), (_w(2, 0.5),)),
+                          ("float32~", "float32~"), ("float64~", "float64~"),
+                          ([0.3, 0.3], [0.5, 0.5])),
+    "hypot_grad_weak_vec": (lambda: jax.grad(lambda x: jnp.hypot(x, x).sum())(_w(2, 0.3)),
+                            "float32", "float64", [np.sqrt(2)] * 2),
+    "hypot_grad_weak_vec_const": (
+        lambda: jax.grad(lambda x: jnp.hypot(x, 2.0).sum())(_w(2, 0.3)), "float32", "float64",
+        [0.3 / np.hypot(0.3, 2.0)] * 2),
+    "hypot_grad_weak_scalars": (lambda: jax.grad(jnp.hypot, argnums=(0, 1))(0.3, 0.4),
+                                ("float32~", "float32~"), ("float64~", "float64~"),
+                                (0.6, 0.8)),
+    "hypot_jvp_weak_vec": (lambda: jax.jvp(lambda x: jnp.hypot(x, 2.0), (_w(2, 0.3),),
+                                           (_w(2, 1.0),)),
+                           ("float32", "float32"), ("float64", "float64"),
+                           ([np.hypot(0.3, 2.0)] * 2, [0.3 / np.hypot(0.3, 2.0)] * 2)),
+    "at_max_grad_weak": (lambda: jax.grad(lambda x, u: x.at[1].max(u).sum(), argnums=(0, 1))(
+        _w(3, 0.3), 0.5), ("float32", "float32~"), ("float64", "float64~"),
+        ([1.0, 0.0, 1.0], 1.0)),
+    "at_min_grad_weak_updates": (lambda: jax.grad(lambda u: _w(3, 0.3).at[:2].min(u).sum())(
+        _w(2, 0.1)), "float32~", "float64~", [1.0, 1.0]),
+    "at_max_grad_strong_update": (
+        lambda: jax.grad(lambda x, u: x.at[1].max(u).sum(), argnums=(0, 1))(_w(3, 0.3), f32(0.5)),
+        ("float32~", "float32"), ("float64~", "float32"), ([1.0, 0.0, 1.0], 1.0)),
+    "at_max_grad_tie": (lambda: jax.grad(lambda x, u: x.at[jnp.array([1, 1])].max(u).sum(),
+                                         argnums=(0, 1))(_w(3, 0.3), _w(2, 0.3)),
+                        ("float32", "float32~"), ("float64", "float64~"),
+                        ([1.0, 1 / 3, 1.0], [1 / 3, 1 / 3])),
+    "at_mul_grad_weak": (lambda: jax.grad(lambda x, u: x.at[1].mul(u).sum(), argnums=(0, 1))(
+        _w(3, 0.3), 0.5), ("float32~", "float32~"), ("float64~", "float64~"),
+        ([1.0, 0.5, 1.0], 0.3)),
+    "at_add_grad_strong_update": (
+        lambda: jax.grad(lambda x, u: x.at[1].add(u).sum(), argnums=(0, 1))(_w(3, 0.3), f32(0.5)),
+        ("float32~", "float32"), ("float64~", "float32"), ([1.0, 1.0, 1.0], 1.0)),
+    "stop_gradient_add_eager": (lambda: 0.3 + lax.stop_gradient(0.3), "float32~", "float64~",
+                                0.6),
+    "stop_gradient_add_grad": (lambda: jax.grad(lambda x: x + lax.stop_gradient(x))(0.3),
+                               "float32~", "float64~", 1.0),
+    "stop_gradient_add_jit": (lambda: jax.jit(lambda x: x + lax.stop_gradient(x))(0.3),
+                              "float32~", "float64~", 0.6),
+    "vjp_real_primal": (lambda: jax.vjp(jnp.real, 0.3)[0], "float32~", "float64~", 0.3),
+}
+
+
+def _check_rule_case(name, x64_on):
+  fn, t32, t64, want = RULE_CASES[name]
+  out = fn()
+  assert _ty(out) == (t64 if x64_on else t32), name
+  outs = out if isinstance(out, tuple) else (out,)
+  wants = want if isinstance(want, tuple) else (want,)
+  for o, w in zip(outs, wants):
+    np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(RULE_CASES))
+def test_rule_weak_types_match_jax(name):
+  _check_rule_case(name, False)
+
+
+@pytest.mark.parametrize("name", sorted(RULE_CASES))
+def test_rule_weak_types_match_jax_x64(x64, name):
+  _check_rule_case(name, True)
+
+
+def test_entr_own_jvp_gradients_and_transforms():
+  """entr's x*log(x) rule: derivatives to order 2, under jit and vmap; at 0 the
+  derivative is -(log 0 + 1) = +inf, as JAX's."""
+  from tracejax._src.test_util import check_grads
+  check_grads(sp.entr, (np.array([0.3, 1.7], np.float32),), order=2, modes=("fwd", "rev"))
+  g = jax.jit(jax.grad(sp.entr))
+  assert _ty(g(0.3)) == "float32~"
+  assert np.isposinf(np.asarray(jax.grad(sp.entr)(0.)))
+  xs = np.array([0.2, 0.5, 2.0], np.float32)
+  np.testing.assert_allclose(np.asarray(jax.vmap(g)(xs)), -(np.log(xs) + 1), rtol=1e-6)
+
+
+def test_sort_length_one_axis_and_hypot_values_unchanged():
+  """Sorting a length-0/1 axis (now a real sort) and hypot's edge values."""
+  for n in (0, 1):
+    x = jnp.full((n,), 0.3)
+    assert _ty(jnp.sort(x)) == _ty(jax.jit(jnp.sort)(x)) == "float32~"
+    assert jax.vmap(jnp.sort)(np.ones((2, n), np.float32)).shape == (2, n)
+  x = np.array([0., 3., np.inf], np.float32)
+  np.testing.assert_allclose(np.asarray(jnp.hypot(x, 4.)), [4., 5., np.inf])
+  assert _ty(jnp.hypot(np.array([True]), 1)) == "float32"
+  assert _ty(jnp.hypot(True, 1)) == "float32~"
+  np.testing.assert_allclose(np.asarray(jax.grad(lambda v: jnp.hypot(v, 2.).sum())(x[:2])),
+                             [0., 3 / np.hypot(3., 2.)], rtol=1e-6)

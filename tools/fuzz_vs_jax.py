@@ -299,6 +299,8 @@ DELIBERATE = [
         j, "NotImplementedError", "Differentiation rule for 'nextafter'")),
     ("jax-host-arrays-untraced", lambda src, j, t: _jexc(
         j, "AttributeError", "'TypedNdArray' object has no attribute") or (
+        t["ok"] and _jexc(j, "TypeError", "object is not subscriptable")
+        and "'Typed" in j["msg"]) or (
         "vjp" in src and _jexc(j, "IndexError", "is out of bounds for axis"))),
     ("top-k-complex-error-type", lambda src, j, t: _jexc(
         j, "ValueError", "top_k is not compatible with complex inputs") and _texc(
@@ -336,7 +338,9 @@ DELIBERATE = [
         _jexc(j, "ZeroDivisionError") and _texc(t, "ValueError",
                                                 "invalid number of FFT data points")) or (
         "hfft" in src and _jexc(j, "IndexError", "tuple index out of range")
-        and _texc(t, "ValueError", "is out of bounds for an array of dimension 0"))),
+        and _texc(t, "ValueError", "is out of bounds for an array of dimension 0")) or (
+        "cumlogsumexp" in src and _jexc(j, "OverflowError", "cannot convert float infinity")
+        and _texc(t, "TypeError", "cumlogsumexp does not accept dtype"))),
 ]
 
 

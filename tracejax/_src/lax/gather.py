@@ -834,7 +834,7 @@ def _scatter_mul_jvp_updates(g, operand, indices, updates, *, dimension_numbers,
   if not unique_indices:
     raise NotImplementedError(
         "scatter_mul gradients are only implemented if `unique_indices=True`")
-  zeros = structural.full(_shape(operand), np.zeros((), _aval(g).dtype))
+  zeros = lax_ew._full_like(operand, 0)  # zeros like the operand: its weak type too
   spread = scatter_add_p.bind(zeros, indices, g, dimension_numbers=dimension_numbers,
                               indices_are_sorted=indices_are_sorted,
                               unique_indices=unique_indices, mode=mode)
@@ -914,22 +914,26 @@ def _scatter_extremal_jvp(prim):
     dn = dimension_numbers
     ushape = _shape(updates)
     back = lambda x: _read_back(x, indices, ushape, dn, mode)
-    dtype = _aval(operand).dtype
-    zeros_op = structural.full(_shape(operand), np.zeros((), dtype))
-    ones_up = structural.full(ushape, np.ones((), dtype))
-    zeros_up = structural.full(ushape, np.zeros((), dtype))
+    # Weak types as in JAX's rule: the constants are full_like the operand or the
+    # updates, so the counts and shares (and the coefficients the cotangents are
+    # multiplied by) are weak exactly when those are.
+    zeros_op = lax_ew._full_like(operand, 0)
+    ones_up = lax_ew._full_like(updates, 1)
+    zeros_up = lax_ew._full_like(updates, 0)
     count = lambda u: back(scatter_add_p.bind(zeros_op, indices, u, **params))
     won = lax_ew.eq(updates, back(out))
     kept = lax_ew.eq(back(operand), back(out))
     num_won = count(lax_ew.select(won, ones_up, zeros_up))
+    ones_n = lax_ew._full_like(num_won, 1)   # the operand's weak type
+    zeros_n = lax_ew._full_like(num_won, 0)
     # At least one (the update itself) wherever the window is written; the max
     # only guards windows that are dropped, whose tangents are dropped too.
-    num_refs = lax_ew.max(count(ones_up), ones_up)
-    share = lax_ew.div(ones_up, lax_ew.max(lax_ew.add(num_won, lax_ew.select(
-        kept, ones_up, zeros_up)), ones_up))
+    num_refs = lax_ew.max(count(ones_up), ones_n)
+    share = lax_ew.div(ones_n, lax_ew.max(lax_ew.add(num_won, lax_ew.select(
+        kept, ones_n, zeros_n)), ones_n))
     update_coef = lax_ew.select(won, share, zeros_up)
     operand_coef = lax_ew.div(
-        lax_ew.sub(lax_ew.select(kept, share, zeros_up), ones_up), num_refs)
+        lax_ew.sub(lax_ew.select(kept, share, zeros_n), ones_n), num_refs)
     # Every reference to a position removes 1/num_refs of the operand's tangent
     # there and puts back its share if the operand's value survived.
     t_updates = lax_ew.add(lax_ew.mul(back(g_operand), operand_coef),

@@ -26,6 +26,7 @@ from tracejax._src.interpreters import lowering as mlir
 from tracejax._src.interpreters.lowering import chlo, hlo, ir
 from tracejax._src.lax import utils
 from tracejax._src.lax.structural import _aval, _shape, broadcast_in_dim, broadcasted_iota
+from tracejax._src.lax.elementwise import _convert_element_type
 from tracejax._src.lax.utils import standard_primitive
 
 __all__ = ["sort", "sort_p", "sort_key_val", "top_k", "top_k_p"]
@@ -157,7 +158,9 @@ def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
   unsorted = sort_p.bind(perm, *[cts[i] for i in lin], dimension=dimension,
                          is_stable=False, num_keys=1)
   for i, ct in zip(lin, unsorted[1:]):
-    res[i] = ct
+    # JAX's sort JVP gathers the tangents by the permutation, so its transpose is a
+    # scatter-add into fresh (strong) zeros: the cotangent comes out strongly typed.
+    res[i] = _convert_element_type(ct, weak_type=False) if _aval(ct).weak_type else ct
   return res
 
 

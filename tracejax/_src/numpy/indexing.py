@@ -564,11 +564,14 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
     # 300 -> 44), where arithmetic would raise OverflowError.
     sdt = dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[type(y)])
     y = util.convert_element_type(np.asarray(y, sdt), sdt, True)
-  if scatter_op is not lax_gather.scatter and util.dtype_of(y) != dt:
+  if (scatter_op is not lax_gather.scatter and util.dtype_of(y) != dt) or (
+      weak and not util.is_weak(y)):
     # As JAX: combine in the promoted dtype, then cast back (int x .at[i].add(-1.5):
-    # 4 + -1.5 = 2.5 -> 2, not 4 + (-1) = 3).
+    # 4 + -1.5 = 2.5 -> 2, not 4 + (-1) = 3). A weak x meeting a strong y is combined
+    # strongly too and only the result made weak again: under AD those casts give
+    # JAX's cotangent weak types.
     px, py = util.promote_dtypes(x, y)
-    if util.dtype_of(px) != dt:
+    if util.dtype_of(px) != dt or util.is_weak(px) != weak:
       out = _scatter_update(px, idx, py, scatter_op, fun_name,
                             indices_are_sorted=indices_are_sorted,
                             unique_indices=unique_indices, mode=mode,

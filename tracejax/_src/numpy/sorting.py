@@ -72,8 +72,8 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
 @inline_jit(static_argnames=("axis", "stable", "descending"))
 def _sort(a, axis, stable, descending):
   a, axis = _flat_or_axis(a, axis, "sort")
-  if util.shape(a)[axis] <= 1:
-    return util.fresh_array(a)
+  # Even a length-0/1 axis is sorted (as JAX does): under AD the sort's transpose
+  # then gives the strongly typed cotangent that JAX's gives.
   out = lax_sort.sort(a, dimension=axis, is_stable=stable)
   return structural.rev(out, (axis,)) if descending else out
 

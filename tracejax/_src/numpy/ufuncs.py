@@ -439,10 +439,6 @@ def hypot(x1, x2, /):
   if dtypes.is_complex(_dtype(x1)):
     raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
                      "convert to real values first, such as by using abs(x)")
-  if np.broadcast_shapes(util.shape(x1), util.shape(x2)):
-    # JAX 0.10.2's hypot keeps a weak type only for a 0-d result (hypot(bool_array, 1)
-    # is a strong float, hypot(True, 1) a weak one).
-    x1, x2 = (util.convert(x, _dtype(x), False) for x in (x1, x2))
   x1, x2 = lax.abs(x1), lax.abs(x2)
   idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
   x1, x2 = lax.max(x1, x2), lax.min(x1, x2)
@@ -451,6 +447,11 @@ def hypot(x1, x2, /):
   ratio = lax.div(x2, safe)
   x = _select(is_zero, x1, lax.mul(x1, lax.sqrt(lax.add(_constant_like(x1, 1),
                                                         lax.mul(ratio, ratio)))))
+  if util.shape(x):
+    # JAX 0.10.2's hypot keeps a weak type only for a 0-d result (hypot(bool_array, 1)
+    # is a strong float, hypot(True, 1) a weak one): its last step promotes against a
+    # strong inf. Converting there (not on entry) also gives JAX's gradient types.
+    x = util.convert(x, _dtype(x), False)
   return _select(idx_inf, _constant_like(x, np.inf), x)
 
 

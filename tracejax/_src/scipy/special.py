@@ -330,7 +330,34 @@ def entr(x):
   if dtypes.issubdtype(jnp.result_type(x), np.complexfloating):
     # (JAX 0.10.2's error; fuzzer seed 202: -inf "for x < 0" means nothing for complex)
     raise ValueError("entr does not support complex-valued inputs.")
-  return jnp.where(x < 0, -jnp.inf, -xlogy(x, x))
+  return jnp.where(x < 0, -jnp.inf, -_xlogx(x))
+
+
+def _xlogx(x):
+  """x * log(x) (0 at 0) as its own custom_jvp, as JAX's entr differentiates it.
+
+  The tangent is x_dot * (log(x) + 1) computed in x's own types, so a weakly typed
+  x gives a weakly typed tangent (going through xlogy's rule would cast it strong)."""
+  if not _XLOGX:
+    from tracejax._src.custom_derivatives import custom_jvp
+    f = custom_jvp(lambda x: _xlog_fns()[0](x, x))
+
+    def rule(primals, tangents):
+      x, = primals
+      x_dot, = tangents
+      return f(x), x_dot * (lax.log(x) + 1)
+    f.defjvp(rule)
+    _XLOGX.append(f)
+  return _XLOGX[0](x)
+
+
+def _xlog_fns():
+  if not _XLOG:
+    _XLOG.extend(_custom_xlog())
+  return _XLOG
+
+
+_XLOGX = []
 
 
 def multigammaln(a, d):

@@ -241,3 +241,14 @@ for op in ['stablehlo.all_reduce', 'stablehlo.all_gather', 'stablehlo.reduce_sca
            'mhlo.num_replicas = %d' % N]:
   assert op in t, (op, t)
 """, 4)
+
+
+def test_one_device_pmap_result_reads_back():
+  # optax's conditionality test: a pmap over the one default device returns arrays over
+  # a one-device mesh that bool(), printing, eager ops, jit and a second pmap all read.
+  f = jax.pmap(lambda x, y: (x + 1, jnp.isfinite(y)), axis_name="i")
+  a, b = f(jnp.zeros((1,)), jnp.zeros((1,)))
+  assert bool(b) and str(a) == "[1.]"
+  np.testing.assert_array_equal(a + 1, [2.])
+  np.testing.assert_array_equal(jax.jit(lambda v: v * 2)(a), [2.])
+  np.testing.assert_array_equal(f(a, a)[0], [2.])

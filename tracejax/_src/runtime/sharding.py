@@ -222,9 +222,13 @@ class Shard:
 
 
 def device_of_single(x):
-  """The device of a single-device Array (None for a multi-device one)."""
+  """The device of a single-device Array (None for a multi-device one). A one-device
+  NamedSharding (a pmap's result on one device) counts as single-device."""
   s = x._sharding
-  return s._device if type(s) is SingleDeviceSharding else None
+  if type(s) is SingleDeviceSharding:
+    return s._device
+  devices = s._device_assignment
+  return devices[0] if len(devices) == 1 else None
 
 
 def shards(x):

@@ -246,6 +246,9 @@ for op in ['stablehlo.all_reduce', 'stablehlo.all_gather', 'stablehlo.reduce_sca
 def test_one_device_pmap_result_reads_back():
   # optax's conditionality test: a pmap over the one default device returns arrays over
   # a one-device mesh that bool(), printing, eager ops, jit and a second pmap all read.
+  import numpy as np
+  import tracejax as jax
+  import tracejax.numpy as jnp
   f = jax.pmap(lambda x, y: (x + 1, jnp.isfinite(y)), axis_name="i")
   a, b = f(jnp.zeros((1,)), jnp.zeros((1,)))
   assert bool(b) and str(a) == "[1.]"

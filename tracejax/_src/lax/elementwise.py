@@ -1459,47 +1459,6 @@ mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: [hlo.clamp(*broadcast_ope
     ctx, lo, x, hi))])
 
 
-# =============================================================================
-# add_any (the sum of tangents) and concrete zeros for autodiff
-# =============================================================================
-
-
-def _add_any_dtype_rule(x, y):
-  _check_same_dtypes("add_any", [x, y])
-  return x.dtype
-
-
-ad.add_any_p.def_impl(functools.partial(dispatch.apply_primitive, ad.add_any_p))
-ad.add_any_p.def_abstract_eval(
-    lambda x, y: ShapedArray(_nary_shape_rule("add_any")(x, y), _add_any_dtype_rule(x, y),
-                             x.weak_type and y.weak_type))
-ad.deflinear2(ad.add_any_p, lambda ct, x, y: [
-    _unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
-    _unbroadcast(y.aval, ct) if ad.is_undefined_primal(y) else None])
-utils.defbroadcasting(ad.add_any_p)
-
-
-def _add_any_lower(ctx, x, y):
-  x, y = broadcast_operands(ctx, x, y)
-  dt = ctx.avals_out[0].dtype
-  if dt == np.bool_ or dt == dtypes.float0:  # float0 zeros are lowered as bools
-    return [hlo.or_(x, y)]
-  return [hlo.add(x, y)]
-
-
-mlir.register_lowering(ad.add_any_p, _add_any_lower)
-
-
-def _zeros_like_aval(aval):
-  if aval.dtype == dtypes.float0:
-    return np.zeros(aval.shape, dtypes.float0)  # float0 arrays hold no data
-  # An Array (or a staged value), not a NumPy constant: a broadcast scalar.
-  zero = convert_element_type_p.bind(np.zeros((), aval.dtype), new_dtype=aval.dtype,
-                                     weak_type=aval.weak_type)
-  if not aval.shape:
-    return zero
-  from tracejax._src.lax import structural
-  return structural.broadcast_in_dim(zero, tuple(aval.shape), ())
-
-
-ad._zeros_maker[0] = _zeros_like_aval
+# add_any (the sum of tangents) and the concrete zeros of autodiff: ad_zeros.py (its
+# rules need this module's helpers; imported last so that every name here exists).
+from tracejax._src.lax import ad_zeros as _ad_zeros  # noqa: E402,F401

@@ -1,0 +1,61 @@
+"""The rules of autodiff's own primitive `add_any` (the sum of two tangents: its
+abstract eval, transpose, broadcasting and lowering) and the concrete zeros AD makes
+for a symbolic zero (`ad._zeros_maker`). They live with lax because they use its
+elementwise helpers; elementwise.py imports this module at its end."""
+import functools
+
+import numpy as np
+
+from tracejax._src import dispatch
+from tracejax._src import dtypes
+from tracejax._src.core.avals import ShapedArray
+from tracejax._src.interpreters import ad
+from tracejax._src.interpreters import lowering as mlir
+from tracejax._src.interpreters.lowering import hlo
+from tracejax._src.lax import utils
+from tracejax._src.lax.elementwise import (
+    _check_same_dtypes, _nary_shape_rule, _unbroadcast, broadcast_operands,
+    convert_element_type_p)
+
+__all__ = []  # rules only: nothing to export
+
+
+def _add_any_dtype_rule(x, y):
+  _check_same_dtypes("add_any", [x, y])
+  return x.dtype
+
+
+ad.add_any_p.def_impl(functools.partial(dispatch.apply_primitive, ad.add_any_p))
+ad.add_any_p.def_abstract_eval(
+    lambda x, y: ShapedArray(_nary_shape_rule("add_any")(x, y), _add_any_dtype_rule(x, y),
+                             x.weak_type and y.weak_type))
+ad.deflinear2(ad.add_any_p, lambda ct, x, y: [
+    _unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
+    _unbroadcast(y.aval, ct) if ad.is_undefined_primal(y) else None])
+utils.defbroadcasting(ad.add_any_p)
+
+
+def _add_any_lower(ctx, x, y):
+  x, y = broadcast_operands(ctx, x, y)
+  dt = ctx.avals_out[0].dtype
+  if dt == np.bool_ or dt == dtypes.float0:  # float0 zeros are lowered as bools
+    return [hlo.or_(x, y)]
+  return [hlo.add(x, y)]
+
+
+mlir.register_lowering(ad.add_any_p, _add_any_lower)
+
+
+def _zeros_like_aval(aval):
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, dtypes.float0)  # float0 arrays hold no data
+  # An Array (or a staged value), not a NumPy constant: a broadcast scalar.
+  zero = convert_element_type_p.bind(np.zeros((), aval.dtype), new_dtype=aval.dtype,
+                                     weak_type=aval.weak_type)
+  if not aval.shape:
+    return zero
+  from tracejax._src.lax import structural
+  return structural.broadcast_in_dim(zero, tuple(aval.shape), ())
+
+
+ad._zeros_maker[0] = _zeros_like_aval

@@ -341,3 +341,41 @@ def test_i0_of_complex_is_a_value_error():
   with raises(ValueError, "Unsupported input type to jax.numpy.i0: complex64"):
     jnp.i0(jnp.ones(1, jnp.complex64))
   np.testing.assert_allclose(jnp.i0(jnp.ones(1, jnp.int32)), [1.266066], rtol=1e-6)
+
+
+# ---- .at[].get(mode='fill') with a fill value the dtype cannot hold (s204 #1241, #2390) --------
+
+def test_gather_fill_value_is_cast_as_numpy_astype():
+  # JAX 0.10.2 (uint16 [4, 2], index [5, 0]): fill -3 -> [65533, 4], 70000 -> [4464, 4],
+  # -1.5 -> [65535, 4], nan -> [0, 4]; int8 fill -300 -> [-44, 4]; take(..., fill -3) ->
+  # [65533].
+  x = jnp.array([4, 2], jnp.uint16)
+  idx = jnp.array([5, 0])
+  for fv, want in [(-3, 65533), (70000, 4464), (-1.5, 65535), (np.nan, 0), (True, 1)]:
+    np.testing.assert_array_equal(x.at[idx].get(mode='fill', fill_value=fv), [want, 4])
+  np.testing.assert_array_equal(
+      jnp.array([4, 2], jnp.int8).at[idx].get(mode='fill', fill_value=-300), [-44, 4])
+  np.testing.assert_array_equal(jnp.take(x, jnp.array([5]), fill_value=-3, mode='fill'),
+                                [65533])
+  np.testing.assert_array_equal(
+      jax.jit(lambda v: v.at[idx].get(mode='fill', fill_value=-3))(x), [65533, 4])
+
+
+# ---- float16 cumsum/cumprod round every step (s204 #1431) ---------------------------------------
+
+def test_float16_cumprod_overflows_as_in_jax():
+  # JAX 0.10.2: cumprod([300, -300, .5, -2] f16) = [300, -inf, -inf, inf]; cumsum([6e4,
+  # 6e4, -6e4] f16) = [6e4, inf, inf]; bfloat16 [300, -90112, -45056, 90112].
+  x = jnp.array([300., -300., 0.5, -2.], jnp.float16)
+  np.testing.assert_array_equal(jnp.cumprod(x), np.array([300, -np.inf, -np.inf, np.inf]))
+  np.testing.assert_array_equal(jax.jit(jnp.cumprod)(x),
+                                np.array([300, -np.inf, -np.inf, np.inf]))
+  np.testing.assert_array_equal(jnp.cumsum(jnp.array([6e4, 6e4, -6e4], jnp.float16)),
+                                np.array([6e4, np.inf, np.inf], np.float16))
+  np.testing.assert_array_equal(
+      np.asarray(jnp.cumprod(x.astype(jnp.bfloat16)), np.float32), [300, -90112, -45056, 90112])
+  # integers, bools and gradients are unchanged
+  assert jnp.cumsum(jnp.array([True, True])).dtype == jnp.int32
+  np.testing.assert_array_equal(jnp.cumsum(jnp.arange(5, dtype=jnp.int8)), [0, 1, 3, 6, 10])
+  np.testing.assert_allclose(jax.grad(lambda v: jnp.sum(jnp.cumprod(v)))(jnp.array([1., 2., 3.])),
+                             [9., 4., 2.])

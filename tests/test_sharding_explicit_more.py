@@ -194,6 +194,33 @@ with jax.set_mesh(mesh):   # keys made inside: replicated over the mesh
 """
 
 
+EAGER_SET_MESH = """
+# Eager ops (not jitted) inside jax.set_mesh run over the mesh, as JAX 0.10.2 (recorded)
+m = jax.make_mesh((8,), ('x',))
+with jax.set_mesh(m):
+  a = jnp.zeros((8, 4))
+  assert a.sharding == NamedSharding(m, P(None, None)) and T(a) == 'float32[8,4]', a.sharding
+  d = a + 1
+  assert d.sharding == NamedSharding(m, P(None, None)) and float(d.sum()) == 32.0
+  assert jnp.arange(8).sharding == NamedSharding(m, P(None,))
+  k = jax.random.normal(jax.random.key(0), (4,))
+  assert k.sharding == NamedSharding(m, P(None,))
+  np.testing.assert_array_equal(k, jax.random.normal(jax.random.key(0), (4,)))
+  e = jnp.ones((8, 4), out_sharding=P('x')) * 2
+  assert e.sharding == NamedSharding(m, P('x', None)) and T(e) == 'float32[8@x,4]'
+  raises(ValueError, "jit's context mesh",
+         lambda: jnp.sin(jax.device_put(np.ones(4), jax.devices()[1])))
+ma = jax.make_mesh((8,), ('x',), axis_types=(AxisType.Auto,))
+with jax.set_mesh(ma):
+  assert jnp.zeros((8, 4)).sharding == NamedSharding(ma, P())
+assert type(jnp.zeros(3).sharding).__name__ == 'SingleDeviceSharding'
+"""
+
+
+def test_eager_ops_inside_set_mesh_8_devices():
+  run_devices(EAGER_SET_MESH, 8)
+
+
 def test_set_mesh_jit_and_constraints_8_devices():
   run_devices(SET_MESH, 8)
 

@@ -94,9 +94,11 @@ def apply_primitive(prim, *args, **params):
     key = (prim, _params_key(params), avals)
     entry = _cache.get(key)
   if sharding.needs_placement(args):
-    if sharding.spmd_arrays(args):  # laid out over a mesh: runs sharded, as in JAX
+    cmesh = sharding.context_mesh()
+    if sharding.spmd_arrays(args) or (cmesh is not None and cmesh.size > 1):
+      # Laid out over a mesh, or inside `jax.set_mesh`: runs sharded, as in JAX.
       from tracejax._src.interpreters import pxla  # (pxla is below dispatch's users)
-      return pxla.apply_spmd(prim, args, avals, params, key[1])
+      return pxla.apply_spmd(prim, args, avals, params, key[1], cmesh)
     # Committed inputs (or several devices, or another default device): run where the
     # committed inputs are, moving the others there.
     device, committed = sharding.placement(args, prim.name)

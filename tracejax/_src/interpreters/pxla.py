@@ -1315,17 +1315,18 @@ def _arg_spmd_sharding(x):
 _prim_spmd = {}
 
 
-def apply_spmd(prim, args, avals, params, params_key):
-  """One primitive on arguments among which some are laid out over a mesh: an SPMD
-  program whose inputs keep their shardings (others replicated) and whose outputs
-  take the shardings XLA's partitioner chose."""
+def apply_spmd(prim, args, avals, params, params_key, mesh=None):
+  """One primitive on arguments among which some are laid out over a mesh (or, with
+  none, over `mesh`: the `jax.set_mesh` context's): an SPMD program whose inputs keep
+  their shardings (others replicated) and whose outputs take the shardings XLA's
+  partitioner chose."""
   def build():
     out_avals = prim.out_avals(list(avals), params)
     invars = [ir.Var(a) for a in avals]
     outvars = [ir.Var(a) for a in out_avals]
     return ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, prim, params)])
 
-  outs = _run_on_arg_devices(args, avals, (prim, params_key), build, prim.name)
+  outs = _run_on_arg_devices(args, avals, (prim, params_key), build, prim.name, mesh)
   return outs if prim.multiple_results else outs[0]
 
 

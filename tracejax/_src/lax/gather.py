@@ -17,6 +17,7 @@ the windows that do not fit), which is what JAX does.
 import enum
 import math
 import operator
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -446,7 +447,12 @@ def _gather_fill(operand, indices, *, dimension_numbers, slice_sizes, unique_ind
   batch_dims = tuple(i for i in range(len(out_shape)) if i not in dn.offset_dims)
   ok = structural.broadcast_in_dim(ok, out_shape, batch_dims)
   dtype = _aval(operand).dtype
-  fill = structural.full(out_shape, np.array(fill_value, dtype))
+  # A fill value the dtype cannot hold is cast as NumPy's astype does (-3 into uint16 is
+  # 65533, nan into an int 0), as in JAX (fuzzer seed 204; np.array(-3, uint16) raised).
+  with np.errstate(all="ignore"), warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    fill_value = np.asarray(fill_value).astype(dtype)
+  fill = structural.full(out_shape, fill_value)
   return lax_ew.select(ok, out, fill)
 
 

@@ -403,6 +403,13 @@ def _cumulative(name, a, axis, dtype, op, identity, promote_bool):
     sharding_explicit.check_cumulative_axis(a.aval, axis)
   shp = util.shape(a)
   n = shp[axis]
+  if dt != np.bool_ and op in (ufuncs.add, ufuncs.multiply):
+    # lax.cumsum/cumprod (one reduce_window), as JAX's jnp does: float16 steps round
+    # (and overflow) as in JAX, where fused shifted combines kept float32 intermediates
+    # (fuzzer seed 204: cumprod of float16 gave 5.4e4 where JAX gives inf).
+    from tracejax._src.lax import windowed as lax_windowed
+    fn = lax_windowed.cumsum if op is ufuncs.add else lax_windowed.cumprod
+    return util.fresh_array(fn(a, axis))
   shift = 1
   while shift < n:
     pad_shape = list(shp)

@@ -360,14 +360,16 @@ def placement(args, name, requested=None, names=None):
 
 def needs_placement(args):
   """Whether any Array among `args` is committed or spread over several devices, or the
-  default device has been changed: only then does placement need working out."""
+  default device has been changed, or a `jax.set_mesh` is active: only then does
+  placement need working out."""
   for x in args:
     if type(x) is not backend.ArrayImpl:
       x = getattr(x, "_base_array", None)   # a typed key array: its data's placement
     if type(x) is backend.ArrayImpl and (x._committed or
                                          type(x._sharding) is not SingleDeviceSharding):
       return True
-  return backend.default_device() is not backend._default_device
+  return (backend.default_device() is not backend._default_device or
+          bool(_mesh_stack.set_depths))
 
 
 def on_device(x, aval, device, to_buffer):

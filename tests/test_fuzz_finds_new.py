@@ -379,3 +379,50 @@ def test_float16_cumprod_overflows_as_in_jax():
   np.testing.assert_array_equal(jnp.cumsum(jnp.arange(5, dtype=jnp.int8)), [0, 1, 3, 6, 10])
   np.testing.assert_allclose(jax.grad(lambda v: jnp.sum(jnp.cumprod(v)))(jnp.array([1., 2., 3.])),
                              [9., 4., 2.])
+
+
+# ---- vmap of cond with a batched predicate under grad (s204 #1008) ------------------------------
+
+def test_vmap_cond_untaken_branch_adds_no_nan_to_the_gradient():
+  # JAX 0.10.2: grad(sum(vmap(f)))([[-inf, 1], [.5, .25]]) for f = cond(sum(x) > 0, cos,
+  # 2x) -> [[2, 2], [-0.47942555, -0.24740396]] (cos is not differentiated at -inf).
+  def f(x):
+    return lax.cond(jnp.sum(x) > 0, jnp.cos, lambda v: v * 2, x)
+
+  x = jnp.array([[-np.inf, 1.], [0.5, 0.25]])
+  want = [[2., 2.], [-0.47942555, -0.24740396]]
+  g = jax.grad(lambda v: jnp.sum(jax.vmap(f)(v)))
+  np.testing.assert_allclose(g(x), want, rtol=1e-6)
+  np.testing.assert_allclose(jax.jit(g)(x), want, rtol=1e-6)
+  np.testing.assert_allclose(jax.vmap(f)(jnp.array([[1., 2.], [-1., -2.]])),
+                             [np.cos([1., 2.]), [-2., -4.]], rtol=1e-6)
+
+
+# ---- matrix_power(a, 3) multiplies as (a @ a) @ a (s204 #2270) ---------------------------------
+
+def test_matrix_power_3_order():
+  # JAX 0.10.2: matrix_power([[0, -inf], [0.3237864, 0.0993819]], 3) ->
+  # [[nan, nan], [-inf, -inf]].
+  a = jnp.array([[0.0, -np.inf], [0.3237864375114441, 0.09938190132379532]], jnp.float32)
+  r = np.asarray(jnp.linalg.matrix_power(a, 3))
+  assert np.isnan(r[0]).all() and (r[1] == -np.inf).all()
+  b = np.array([[1., 2.], [3., 4.]], np.float32)
+  np.testing.assert_allclose(jnp.linalg.matrix_power(b, 3), b @ b @ b, rtol=1e-6)
+  np.testing.assert_allclose(jnp.linalg.matrix_power(b, 5), np.linalg.matrix_power(b, 5),
+                             rtol=1e-5)
+
+
+# ---- lax.dot_general of mixed dtypes (s203 #1190) -----------------------------------------------
+
+def test_dot_general_promotes_mixed_operand_dtypes():
+  # JAX 0.10.2: f32 x i32 -> float32 [[3, 3], [3, 3]] (ones (2, 3) contracted on axis 1);
+  # i8 x i32 -> int32; bool x f16 -> float16; (2020 JAX raised TypeError "same dtypes").
+  dn = (((1,), (1,)), ((), ()))
+  r = lax.dot_general(jnp.ones((2, 3), jnp.float32), jnp.ones((2, 3), jnp.int32), dn)
+  assert r.dtype == np.float32
+  np.testing.assert_array_equal(r, np.full((2, 2), 3.))
+  v = (((0,), (0,)), ((), ()))
+  assert lax.dot_general(jnp.ones(3, jnp.int8), jnp.ones(3, jnp.int32), v).dtype == np.int32
+  assert lax.dot_general(jnp.ones(3, bool), jnp.ones(3, jnp.float16), v).dtype == np.float16
+  np.testing.assert_array_equal(
+      jax.grad(lambda x: lax.dot_general(x, jnp.arange(3), v))(jnp.ones(3)), [0., 1., 2.])

@@ -237,9 +237,20 @@ def _cond_batch(args, dims, *, branches):
   if idim is not None:
     # A batched predicate: run every branch, then select elementwise.
     ops = [lax_utils.bdim_at_front(x, d, size) if d != 0 else x for x, d in zip(ops, odims)]
-    per_branch = [batching.vmap_flat(lambda *xs, br=br: ir.eval_jaxpr(br, [], *xs), size, ops,
-                                     [0] * len(ops), lambda n: [0] * n) for br in branches]
     index = lax_utils.moveaxis(index, idim, 0)
+    from tracejax._src.lax.misc import stop_gradient
+
+    def only_taken(k, x):
+      # As JAX: branch k sees the elements that do not take it through stop_gradient, so
+      # reverse mode gets no 0 * NaN from an untaken branch (cos at -inf; fuzzer seed 204).
+      shape = x.shape if isinstance(x, Tracer) else np.shape(x)
+      taken = structural.broadcast_in_dim(
+          elementwise.eq(index, np.array(k, index.dtype)), shape, (0,))
+      return elementwise.select(taken, x, stop_gradient(x))
+
+    per_branch = [batching.vmap_flat(lambda *xs, br=br: ir.eval_jaxpr(br, [], *xs), size,
+                                     [only_taken(k, x) for x in ops], [0] * len(ops),
+                                     lambda n: [0] * n) for k, br in enumerate(branches)]
     outs = []
     for k in range(len(per_branch[0])):
       cases = [b[k] for b in per_branch]

@@ -104,6 +104,14 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   bdims = (_int_tuple("dot_general", "lhs_batch_dims", lhs_batch),
            _int_tuple("dot_general", "rhs_batch_dims", rhs_batch))
   lhs, rhs = utils.promote_python_scalars([lhs, rhs])
+  ldt, rdt = _aval(lhs).dtype, _aval(rhs).dtype
+  if ldt != rdt:
+    # JAX 0.10.2 contracts mixed dtypes (f32 with i32 gives f32, bool with f16 gives f16):
+    # both operands take the promoted type first (fuzzer seed 203).
+    from tracejax._src.lax import elementwise
+    common = dtypes.promote_types(ldt, rdt)
+    lhs = elementwise.convert_element_type(lhs, common) if ldt != common else lhs
+    rhs = elementwise.convert_element_type(rhs, common) if rdt != common else rhs
   params = dict(dimension_numbers=(cdims, bdims), precision=canonicalize_precision(precision))
   # Only a requested output type is a param, so default jaxprs print as the
   # seeds do: `dot_general[ dimension_numbers=... precision=None ]`.

@@ -18,6 +18,8 @@ NO_JVP = {
                      "function has no derivative rule)",
     "select_and_scatter": "JAX has none either; only select_and_scatter_add (max-pool's "
                           "transpose) is differentiated",
+    "pmax": "JAX 0.10.2 raises \"Differentiation rule for 'pmax' not implemented\"",
+    "pmin": "JAX 0.10.2 raises \"Differentiation rule for 'pmin' not implemented\"",
 }
 NO_BATCH = {
     "custom_lin": "only ever staged into a linear jaxpr, then transposed",

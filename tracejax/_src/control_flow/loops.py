@@ -262,9 +262,13 @@ def _while_partial_eval(trace, args, params):
     if new == k_u:
       break
     k_u = new
-  if not any(k_u) or ad.partial_eval_jaxpr(cond_jaxpr, cc_u + k_u, [False])[3][0]:
-    # Nothing to split, or the trip count itself depends on an unknown.
+  if ad.partial_eval_jaxpr(cond_jaxpr, cc_u + k_u, [False])[3][0]:
+    # The trip count itself depends on an unknown: nothing can be known.
     return trace.tangent_trace.process_primitive(while_p, args, params)
+  # With no unknown carry, the unknown inputs are body consts that reach no output
+  # (e.g. a tangent only compared against, or feeding an integer carry): every output
+  # is known and only the known loop runs. Staging the whole loop here would make the
+  # known (primal) outputs unknowns, leaking tracers of the tangent trace.
   cconsts, bconsts, init = _split3(args, cnc, bnc)
   kb, kb_consts, _, _, _ = ad.partial_eval_jaxpr(body_jaxpr, bc_u + k_u, [False] * ncar)
   kc, kc_consts, _, _, _ = ad.partial_eval_jaxpr(cond_jaxpr, cc_u + k_u, [False])
@@ -281,6 +285,8 @@ def _while_partial_eval(trace, args, params):
     known_outs = while_p.bind(*known_cc, *known_bc, *known_k, cond_jaxpr=kc,
                               body_jaxpr=kb, cond_nconsts=len(known_cc),
                               body_nconsts=len(known_bc))
+  if not any(k_u):
+    return list(known_outs)
   staged = trace.tangent_trace.process_primitive(while_p, args, params)
   ko = iter(known_outs)
   return [s_ if u else next(ko) for s_, u in zip(staged, k_u)]

@@ -241,9 +241,9 @@ class JVPTrace(Trace):
       if rule is None:
         if primitive.call_primitive and isinstance(self.parent, PartialEvalTrace):
           # Linearizing: inline the call so each equation is split known/unknown
-          # (and custom_vjp calls inside it see the linearization).
-          with set_current_trace(self):
-            return _fresh_forwarded(ir.eval_jaxpr(params["call_jaxpr"], [], *args), args)
+          # (and custom_vjp calls inside it see the linearization), with the
+          # known and unknown halves pruned of dead work first.
+          return _linearize_call(self, params["call_jaxpr"], primals, tangents)
         if primitive.call_primitive:
           return self.process_call(primitive, primals, tangents, params)
         raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented")
@@ -352,6 +352,71 @@ class PartialEvalTrace(Trace):
       with set_current_trace(self):
         return _fresh_forwarded(ir.eval_jaxpr(params["call_jaxpr"], [], *args), args)
     return self.tangent_trace.process_primitive(primitive, args, params)
+
+
+def _linearize_call(jvp_trace, call_jaxpr, primals, tangents):
+  """JVP of an inlined call under a partial-evaluation trace, with dead code removed.
+
+  The call's JVP is first split into a staged known jaxpr and a staged unknown
+  (tangent) jaxpr. The unknown one is pruned of equations no output needs (keeping
+  effects), which leaves unused residuals unread; the known one is then pruned of
+  the work behind them. Only then are the known equations bound in the outer trace
+  and the unknown ones staged: an enclosing transformation (the outer JVP of a
+  hessian) never sees a residual computation that nothing uses, such as a
+  derivative-only primitive with no derivative rule of its own."""
+  from tracejax._src.interpreters import staging
+  pe = jvp_trace.parent
+  known_st = staging.DynamicJaxprTrace(pe.parent)
+  unk_st = staging.DynamicJaxprTrace(known_st)
+  known_in, unk_in = [], []
+
+  def bring_in(x):
+    # Each call input becomes an input of the known or of the unknown jaxpr; host
+    # constants stay constants (literals), as inlining the call would leave them.
+    if type(x) is Zero or not isinstance(x, Tracer):
+      return x
+    if pe.is_unknown(x):
+      unk_in.append(x)
+      return unk_st.new_arg(x.aval)
+    known_in.append(x)
+    return known_st.new_arg(avals_mod.raise_to_shaped(x.aval))
+
+  in_p = [bring_in(p) for p in primals]
+  in_t = [bring_in(t) for t in tangents]
+  inner_pe = PartialEvalTrace(known_st, unk_st)
+  inner = JVPTrace(inner_pe)
+  ins = [p if type(t) is Zero else JVPTracer(inner, p, t) for p, t in zip(in_p, in_t)]
+  with set_current_trace(inner):
+    outs = ir.eval_jaxpr(call_jaxpr, [], *ins)
+  ps, ts = unzip_tracers(inner, outs)
+  vals = ps + ts
+  unknown = [type(v) is not Zero and inner_pe.is_unknown(v) for v in vals]
+  unk_jaxpr, res = unk_st.to_jaxpr([v for v, u in zip(vals, unknown) if u])
+  unk_jaxpr, _ = staging.dce_jaxpr(unk_jaxpr)
+  read = {v for e in unk_jaxpr.eqns for v in e.invars if type(v) is ir.Var}
+  read.update(v for v in unk_jaxpr.outvars if type(v) is ir.Var)
+  used = [v in read for v in unk_jaxpr.constvars]
+  res = [r for r, u in zip(res, used) if u]
+  unk_jaxpr = ir.Jaxpr([v for v, u in zip(unk_jaxpr.constvars, used) if u],
+                       unk_jaxpr.invars, unk_jaxpr.outvars, unk_jaxpr.eqns)
+  known_res = [isinstance(r, Tracer) and r._trace is known_st for r in res]
+  known_outs = [v for v, u in zip(vals, unknown) if not u and type(v) is not Zero]
+  known_jaxpr, kconsts = known_st.to_jaxpr(
+      known_outs + [r for r, k in zip(res, known_res) if k])
+  known_jaxpr, _ = staging.dce_jaxpr(known_jaxpr)
+  with set_current_trace(pe.parent):
+    kvals = ir.eval_jaxpr(known_jaxpr, kconsts, *known_in)
+  kvals_it = iter(kvals[len(known_outs):])
+  res_vals = [next(kvals_it) if k else r for r, k in zip(res, known_res)]
+  with set_current_trace(pe.tangent_trace):
+    uvals = ir.eval_jaxpr(unk_jaxpr, res_vals, *unk_in)
+  k_it, u_it = iter(kvals[:len(known_outs)]), iter(uvals)
+  final = [v if type(v) is Zero else next(u_it) if u else next(k_it)
+           for v, u in zip(vals, unknown)]
+  p_out, t_out = final[:len(ps)], final[len(ps):]
+  with set_current_trace(pe):
+    p_out = _fresh_forwarded(p_out, primals)
+  return [jvp_trace._wrap(p, t) for p, t in zip(p_out, t_out)]
 
 
 def _fresh_forwarded(outs, args):

@@ -426,3 +426,22 @@ def test_dot_general_promotes_mixed_operand_dtypes():
   assert lax.dot_general(jnp.ones(3, bool), jnp.ones(3, jnp.float16), v).dtype == np.float16
   np.testing.assert_array_equal(
       jax.grad(lambda x: lax.dot_general(x, jnp.arange(3), v))(jnp.ones(3)), [0., 1., 2.])
+
+
+# ---- lax.clamp of complex operands --------------------------------------------------------
+
+def test_clamp_accepts_complex_as_jax_and_its_jvp_does_not():
+  # JAX 0.10.2: lax.clamp(0j, [1+2j, 3-1j, -1+0j], 2+1j) -> [1+2j, 2+1j, 0j] (XLA's
+  # lexicographic order), eagerly, under jit and vmap; its JVP raises TypeError (gt of
+  # complex); jnp.clip of complex raises ValueError with JAX's text.
+  z = jnp.array([1 + 2j, 3 - 1j, -1 + 0j], jnp.complex64)
+  lo, hi = jnp.complex64(0), jnp.complex64(2 + 1j)
+  want = np.array([1 + 2j, 2 + 1j, 0j], np.complex64)
+  clamp = lambda v: lax.clamp(lo, v, hi)
+  np.testing.assert_array_equal(clamp(z), want)
+  np.testing.assert_array_equal(jax.jit(clamp)(z), want)
+  np.testing.assert_array_equal(jax.vmap(clamp)(z), want)
+  with pytest.raises(TypeError, match="gt does not accept dtype complex64"):
+    jax.jvp(clamp, (z,), (jnp.ones(3, jnp.complex64),))
+  with pytest.raises(ValueError, match="Complex values have no ordering and cannot be clipped"):
+    jnp.clip(z, 0, 1)

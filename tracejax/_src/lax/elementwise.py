@@ -1420,7 +1420,9 @@ def _clamp_shape_rule(min, operand, max):
 
 
 def _clamp_dtype_rule(min, operand, max):
-  _check_dtypes("clamp", _ordered, [min, operand, max])
+  # Complex too, as JAX's (XLA orders it lexicographically); its JVP, through gt/lt,
+  # rejects complex as JAX's does.
+  _check_dtypes("clamp", _ordered + [np.complexfloating], [min, operand, max])
   _check_same_dtypes("clamp", [min, operand, max])
   return operand.dtype
 

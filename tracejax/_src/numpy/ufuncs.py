@@ -736,8 +736,11 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
   if any(v is not None and dtypes.is_complex(dtypes.dtype(v)) for v in (a, a_min, a_max)):
     # JAX refuses to clip complex values (no order to clip in), though maximum and
     # minimum order them lexicographically.
-    raise ValueError("jnp.clip: complex values cannot be clipped (a, a_min or a_max is "
-                     "complex); clip the real or imaginary part (jnp.real/jnp.imag).")
+    raise ValueError(
+        "Clip received a complex value either through the input or the min/max keywords. "
+        "Complex values have no ordering and cannot be clipped. Please convert to a real "
+        "value or array by taking the real or imaginary components via "
+        "jax.numpy.real/imag respectively.")  # JAX 0.10.2's text
   if a_min is not None:
     a = maximum(a_min, a)
   if a_max is not None:

@@ -12,22 +12,12 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 import tracejax.scipy.special as jsp
-from tracejax import config, dtypes, lax
+from tracejax import dtypes, lax
 from tracejax._src.numpy import util as np_util
 
 
 def raises(exc, fragment):
   return pytest.raises(exc, match=re.escape(fragment))
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _weak(shape, dtype=np.float32):

@@ -12,7 +12,7 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 import tracejax.scipy.special as jsp
-from tracejax import config, lax
+from tracejax import lax
 from tracejax._src.test_util import check_grads
 
 nan, inf = np.nan, np.inf
@@ -20,16 +20,6 @@ nan, inf = np.nan, np.inf
 
 def raises(exc, fragment):
   return pytest.raises(exc, match=re.escape(fragment))
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def _eq(x, want, dtype=None):

@@ -20,16 +20,6 @@ def raises(exc, fragment):
   return pytest.raises(exc, match=re.escape(fragment))
 
 
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
-
-
 # ---- integer remainder by zero (s200 #162) ---------------------------------------------------
 
 def test_integer_remainder_and_fmod_by_zero_are_zero():

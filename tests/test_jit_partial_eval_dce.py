@@ -16,7 +16,6 @@ import tracejax as jax
 import tracejax.nn
 import tracejax.numpy as jnp
 import tracejax.scipy.special
-from tracejax._src.config import config
 from tracejax._src.interpreters import ad
 from tracejax._src.test_util import check_grads
 
@@ -100,17 +99,6 @@ def test_effects_inside_jit_are_kept_under_grad():
     g = jax.grad(jax.jit(f))(_X)
   np.testing.assert_allclose(np.asarray(g), np.full(3, 2.0), rtol=1e-6)
   assert "seen 0.5" in buf.getvalue()
-
-
-@pytest.fixture
-def x64():
-  """Switches x64 on for one test and restores the previous setting."""
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 def test_check_grads_through_jit_order2(x64):

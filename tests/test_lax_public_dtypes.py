@@ -13,19 +13,8 @@ import pytest
 import tracejax
 import tracejax.lax as lax
 import tracejax.numpy as jnp
-from tracejax._src.config import config
 from tracejax._src.lax import elementwise as lenient
 from tracejax._src.lax import public_checks
-
-
-@pytest.fixture
-def x64():
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 F32 = np.ones(3, np.float32)

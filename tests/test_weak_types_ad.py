@@ -120,14 +120,6 @@ def test_weak_type_matches_jax(name):
       np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=1e-5, atol=1e-6)
 
 
-@pytest.fixture
-def x64():
-  prev = jax.config.jax_enable_x64
-  jax.config.update("jax_enable_x64", True)
-  yield
-  jax.config.update("jax_enable_x64", prev)
-
-
 # Recorded from JAX 0.10.2 with jax_enable_x64 on (the fuzzer's x64 reproducers).
 CASES_X64 = {
     "jacfwd_minimum": (lambda: jax.jacfwd(lambda x: jnp.minimum(x, -1.5))(0.5), "float64~",

@@ -4,6 +4,14 @@ import os
 import numpy as np
 
 
+def _sgd_step(jax, loss):
+  """The jitted SGD step (learning rate 0.01) of `loss`: (p, x, y) -> (loss, new p)."""
+  def step(p, x, y):
+    v, g = jax.value_and_grad(loss)(p, x, y)
+    return v, jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
+  return jax.jit(step)
+
+
 def mlp(jax, jnp, act="relu", batch=128, sizes=(784, 512, 512, 10)):
   from importlib import import_module
   stax = import_module(jax.__name__ + ".example_libraries.stax")
@@ -45,10 +53,7 @@ def convnet(jax, jnp, batch=32):
   def loss(p, x, y):
     return -jnp.mean(jnp.sum(apply_fun(p, x) * y, axis=1))
 
-  def step(p, x, y):
-    v, g = jax.value_and_grad(loss)(p, x, y)
-    return v, jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
-  return jax.jit(step), (params, x, y)
+  return _sgd_step(jax, loss), (params, x, y)
 
 
 def mlp_plain(jax, jnp, ce="logsumexp", act="tanh", batch=128, sizes=(784, 512, 512, 10)):
@@ -140,10 +145,7 @@ def mlp_variant(jax, jnp, variant, batch=128, sizes=(784, 512, 512, 10)):
     def loss(p, x, y):
       logp = jax.vmap(predict_one, in_axes=(None, 0))(p, x)
       return jnp.mean(-jnp.take_along_axis(logp, y[:, None], axis=1))
-    def step(p, x, y):
-      v, g = jax.value_and_grad(loss)(p, x, y)
-      return v, jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
-    return jax.jit(step), (params, x, labels)
+    return _sgd_step(jax, loss), (params, x, labels)
   else:
     raise ValueError(variant)
   return jax.jit(jax.value_and_grad(loss)), (params, x, labels)
@@ -175,10 +177,7 @@ def stax_variant(jax, jnp, layer, batch=32):
   def loss(p, x, y):
     return -jnp.mean(jnp.sum(apply_fun(p, x) * y, axis=1))
 
-  def step(p, x, y):
-    v, g = jax.value_and_grad(loss)(p, x, y)
-    return v, jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
-  return jax.jit(step), (params, x, y)
+  return _sgd_step(jax, loss), (params, x, y)
 
 
 def bench_mlp(jax, jnp, per_example=False):
@@ -207,10 +206,7 @@ def convnet_vmap(jax, jnp, batch=32):
     logp = jax.vmap(lambda xi: apply_fun(p, xi[None])[0])(x)
     return jnp.mean(-jnp.take_along_axis(logp, y[:, None], axis=1))
 
-  def step(p, x, y):
-    v, g = jax.value_and_grad(loss)(p, x, y)
-    return v, jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
-  return jax.jit(step), (params, x, labels)
+  return _sgd_step(jax, loss), (params, x, labels)
 
 
 def mlp_vmap_wx(jax, jnp, batch=128, sizes=(784, 512, 512, 10)):

@@ -131,20 +131,13 @@ class _SpmdBody:
     return pxla.apply_spmd_jaxpr(self.jaxpr, bufs, self.avals, self.name, self.mesh)
 
 
-def _has_subjaxpr(params):
-  for v in params.values():
-    for item in (v if isinstance(v, (tuple, list)) else (v,)):
-      if isinstance(getattr(item, "jaxpr", item), ir.Jaxpr):
-        return True
-  return False
-
-
 def _compile_primitive(prim, avals, params, device=None, committed=False):
   out_avals = prim.out_avals(list(avals), params)
   invars = [ir.Var(a) for a in avals]
   outvars = [ir.Var(a) for a in out_avals]
-  jaxpr = ir.Jaxpr([], invars, outvars, [ir.JaxprEqn(invars, outvars, prim, params)])
-  if device is None and _has_subjaxpr(params):
+  eqn = ir.JaxprEqn(invars, outvars, prim, params)
+  jaxpr = ir.Jaxpr([], invars, outvars, [eqn])
+  if device is None and next(ir.subjaxprs(eqn), None) is not None:  # (cond, scan, ...)
     import sys
     pxla = sys.modules.get("tracejax._src.interpreters.pxla")  # loaded by pmap/shard_map
     mesh = pxla.staged_mesh(jaxpr) if pxla is not None else None

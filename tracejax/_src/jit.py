@@ -463,28 +463,28 @@ class Jitted:
   @traceback_util.api_boundary  # the C++ dispatcher's way into Python: errors surface here
   def _cache_miss(self, *args, **kwargs):
     """Called by the C++ dispatcher: (output, fast-path data or None, False)."""
-    out, e, n_leaves = self._call_python(args, kwargs)
+    out, e, leaves = self._call_python(args, kwargs)
     fastpath = None
     if e is not None and not (config.jax_debug_nans or config.jax_debug_infs
                               or getattr(e, "extended", False)):
       out_treedef = backend.pytree_registry.flatten(out)[1]
       spmd = getattr(e, "spmd_fastpath", None)   # an SPMD entry (interpreters/pxla.py)
-      fastpath = spmd(out_treedef) if spmd is not None else \
-          backend.fastpath_data(e.exe, out_treedef, n_leaves, e.const_bufs)
+      fastpath = spmd(out_treedef, leaves) if spmd is not None else \
+          backend.fastpath_data(e.exe, out_treedef, len(leaves), e.const_bufs)
     return out, fastpath, False
 
   def _call_python(self, args, kwargs):
-    """(output, the entry that ran if the C++ path may reuse it, number of leaves)."""
+    """(output, the entry that ran if the C++ path may reuse it, the flat arguments)."""
     if config.jax_disable_jit or (self.inline and _trace_ctx.trace is not eval_trace):
-      return self.fun(*args, **kwargs), None, 0
+      return self.fun(*args, **kwargs), None, ()
     dyn, dkw, skey, svals = self._split(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
     if _trace_ctx.trace is not eval_trace or any(isinstance(x, Tracer) for x in leaves):
       if self.inline:
-        return self.fun(*args, **kwargs), None, 0
-      return self._call_traced(leaves, in_tree, skey, svals), None, 0
+        return self.fun(*args, **kwargs), None, ()
+      return self._call_traced(leaves, in_tree, skey, svals), None, ()
     if self.inline and not all(map(avals_mod.is_valid_jaxtype, leaves)):
-      return self.fun(*args, **kwargs), None, 0  # the function's own error message
+      return self.fun(*args, **kwargs), None, ()  # the function's own error message
     in_avals = tuple([_arg_aval(x, self.fun, i) for i, x in enumerate(leaves)])
     key = (in_tree, skey, in_avals, tuple([getattr(config, f) for f in _TRACE_FLAGS]))
     cmesh = sharding.context_mesh()
@@ -494,7 +494,7 @@ class Jitted:
       # Shardings asked for, arguments laid out over a mesh, or `jax.set_mesh`: one
       # SPMD program.
       out, e = _pxla().call_spmd(self, leaves, in_tree, in_avals, key, svals, dyn, dkw)
-      return out, e, len(leaves)
+      return out, e, leaves
     placed = None
     if self.device is not None or self.backend is not None or \
         sharding.needs_placement(leaves):
@@ -508,10 +508,10 @@ class Jitted:
         self._explain_miss(key, args, dyn, dkw, svals)
       e = self._compile(key, in_tree, in_avals, svals, dyn, dkw, placed)
       if not hasattr(e, "exe") and not _is_staged_spmd(e):
-        return self._call_traced(leaves, in_tree, skey, svals, e), None, 0
+        return self._call_traced(leaves, in_tree, skey, svals, e), None, ()
     if _is_staged_spmd(e):  # shard_map/sharding constraints inside: SPMD (pxla.py)
       out, e = _pxla().call_spmd(self, leaves, in_tree, in_avals, key, svals, dyn, dkw, e)
-      return out, e, len(leaves)
+      return out, e, leaves
     if placed is not None:
       bufs = e.const_bufs + [sharding.on_device(x, a, placed[0], dispatch.to_buffer)
                              for x, a in zip(leaves, in_avals)]
@@ -523,7 +523,7 @@ class Jitted:
                     and all(b is x for b, x in zip(bufs[len(e.const_bufs):], leaves))) \
           else None
       outs = _with_host_float0(outs, e.float0_outs)
-      return tree_util.tree_unflatten(e.out_tree, outs), reuse, len(leaves)
+      return tree_util.tree_unflatten(e.out_tree, outs), reuse, leaves
     if self.donate_argnums:  # donated inputs need buffers of their own (see _private_buffer)
       bufs = e.const_bufs + [x if type(x) is Array else _private_buffer(x, a)
                              for x, a in zip(leaves, in_avals)]
@@ -539,7 +539,7 @@ class Jitted:
     # Host-made float0 outputs need this Python path: the C++ one returns device outputs.
     reusable = None if self.donate_argnums or e.float0_outs is not None else e
     outs = _with_host_float0(outs, e.float0_outs)
-    return tree_util.tree_unflatten(e.out_tree, outs), reusable, len(leaves)
+    return tree_util.tree_unflatten(e.out_tree, outs), reusable, leaves
 
   def _requested_device(self):
     if self.device is not None:

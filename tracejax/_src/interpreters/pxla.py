@@ -857,7 +857,8 @@ def _cpp_pmap(pf):
       else:   # a nested pmap: NamedShardings over its device grid
         ins = [c.const_sharding] * len(c.const_bufs) + list(c.in_shardings)
         outs = list(c.out_shardings)
-      fastpath = xb.fastpath_data_sharded(c.exe, out_treedef, ins, outs, consts)
+      fastpath = xb.fastpath_data_sharded(c.exe, out_treedef, ins, outs, consts,
+                                          xb.pytree_registry.flatten((args, kwargs))[0])
     return out, fastpath, False
 
   # `pf` as the function: under `disable_jit` the C++ dispatcher calls it directly.
@@ -1104,10 +1105,10 @@ class _SpmdEntry:
   """jit's cache entry for an SPMD signature; `spmd_fastpath` feeds jaxlib's C++ jit."""
   __slots__ = ("prog", "out_tree", "jaxpr", "consts")
 
-  def spmd_fastpath(self, out_treedef):
+  def spmd_fastpath(self, out_treedef, args):
     p = self.prog
     return xb.fastpath_data_sharded(p.exe, out_treedef, p.in_shardings, p.out_shardings,
-                                    p.const_bufs)
+                                    p.const_bufs, args)
 
 
 def _check_jit_shape(s, shape, what):

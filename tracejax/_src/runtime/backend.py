@@ -953,11 +953,24 @@ def fastpath_data(exe, out_treedef, n_args, const_bufs):
                          [None] * n_in, list(const_bufs))
 
 
-def fastpath_data_sharded(exe, out_treedef, in_shardings, out_shardings, const_bufs):
+def fastpath_data_sharded(exe, out_treedef, in_shardings, out_shardings, const_bufs, args):
   """`fastpath_data` for a program over several devices (pmap's): the shardings of its
-  inputs (constants first) and outputs are given."""
+  inputs (constants first) and outputs are given; `args` are this call's flat arguments.
+
+  jaxlib's C++ path hands an Array straight to the program when its sharding spans as
+  many devices as the program (it checks nothing else), so the entry is only offered
+  when every such argument of this signature (the signature holds each Array's
+  sharding) is already laid out as the program takes it; otherwise each call goes
+  through Python, which re-lays the argument out."""
   if exe.effectful:
     return None
+  for x, s in zip(args, in_shardings[len(const_bufs):]):
+    if type(x) is ArrayImpl:
+      xs = x.sharding
+      if xs is not s and isinstance(xs, _jax.GSPMDSharding) and not (
+          xs == s or (tuple(xs._device_assignment) == tuple(s._device_assignment) and
+                      xs._to_xla_hlo_sharding(x.ndim) == s._to_xla_hlo_sharding(x.ndim))):
+        return None
   n_in, n_out = len(in_shardings), len(out_shardings)
   return _FastpathFields(exe.exe, out_treedef, list(in_shardings), list(out_shardings),
                          list(exe.out_avals), [True] * n_out, [True] * n_in, [None] * n_in,

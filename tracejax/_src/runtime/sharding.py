@@ -678,9 +678,27 @@ def _indices_from_hlo(hlo, shape, n):
   return out
 
 
-class _SpmdSharding(_DeviceTupleSharding):
+class _SpmdSharding(_jax.GSPMDSharding):
   """What NamedSharding and GSPMDSharding share: placement over a flat device tuple
-  (partition i on device i) and the indices each device holds."""
+  (partition i on device i) and the indices each device holds.
+
+  The C++ base is jaxlib's GSPMDSharding, built over the same devices, only so that
+  jaxlib's C++ knows the device count: the cached-call fast path compares it with the
+  executable's and hands every argument whose count it cannot read (any pure-Python
+  sharding) back to `_shard_arg_fallback`, one Python call per argument per call.
+  jaxlib tests sharding types by exact type, so everything else it asks of these
+  classes (the HloSharding per rank, equality, hashing) still comes from the Python
+  methods below, never from that base's placeholder (replicated) HloSharding.
+  """
+
+  def _init_devices(self, devices):
+    devices = tuple(devices)
+    self._devtuple = devices
+    _jax.GSPMDSharding.__init__(self, devices, xc.HloSharding.replicate())
+
+  @property
+  def _devices(self):
+    return self._devtuple
 
   @property
   def memory_kind(self):
@@ -733,6 +751,14 @@ class _SpmdSharding(_DeviceTupleSharding):
             other._to_xla_hlo_sharding(ndim) == self._to_xla_hlo_sharding(ndim))
 
 
+# What every sharding over a flat device tuple answers: nanobind classes take a single
+# base, so these are copied in from PmapSharding's base rather than inherited.
+for _name in ("_device_assignment", "device_set", "addressable_devices",
+              "is_fully_addressable", "addressable_devices_indices_map", "num_devices"):
+  setattr(_SpmdSharding, _name, vars(_DeviceTupleSharding)[_name])
+del _name
+
+
 class NamedSharding(_SpmdSharding):
   """An array laid out over a `Mesh` by a `PartitionSpec`: array axis i is split into
   equal blocks over the mesh axes `spec[i]` names, and replicated over the others.
@@ -748,7 +774,6 @@ class NamedSharding(_SpmdSharding):
   """
 
   def __init__(self, mesh, spec=None, memory_kind=None, **_):
-    super().__init__()
     if not isinstance(mesh, Mesh):
       raise TypeError(f"NamedSharding mesh must be a Mesh, got {type(mesh).__name__}")
     if spec is None:
@@ -844,7 +869,6 @@ class GSPMDSharding(_SpmdSharding):
   """
 
   def __init__(self, devices, op_sharding, **_):
-    super().__init__()
     if not isinstance(op_sharding, xc.HloSharding):
       op_sharding = xc.HloSharding.from_proto(op_sharding)
     self._hlo = op_sharding

@@ -189,8 +189,8 @@ class _ArrayMethods:
 
   def __copy__(self):
     """`copy.copy(x)`: a new Array with the same value (and weak type)."""
-    if type(self._sharding) is not backend._jax.SingleDeviceSharding:
-      return from_numpy(np.array(self._value), weak_type=self.aval.weak_type)
+    if type(self._sharding) is not backend._jax.SingleDeviceSharding:   # same layout
+      return sharding_mod.put_sharded(np.array(self._value), self.aval, self._sharding)
     return backend.device_put(np.array(self._value), backend.buffer_device(self), self.aval,
                               committed=self._committed)
 

@@ -745,6 +745,17 @@ class _SpmdSharding(_jax.GSPMDSharding):
     aval = x.aval if type(x) is backend.ArrayImpl else get_aval(x)
     return put_sharded(x, aval, self)
 
+  # Immutable, and the C++ base has no pickling of its own: copies are the object
+  # itself, and pickling rebuilds it from the constructor's arguments (`_reduce_args`).
+  def __copy__(self):
+    return self
+
+  def __deepcopy__(self, memo):
+    return self
+
+  def __reduce__(self):
+    return type(self), self._reduce_args()
+
   def is_equivalent_to(self, other, ndim):
     return (isinstance(other, Sharding) and
             tuple(other._device_assignment) == self._devices and
@@ -848,6 +859,9 @@ class NamedSharding(_SpmdSharding):
   def with_spec(self, spec):
     return NamedSharding(self.mesh, spec)
 
+  def _reduce_args(self):
+    return self.mesh, self.spec, self._mem
+
   def __eq__(self, other):
     return (type(other) is NamedSharding and other._hash == self._hash and
             other.mesh == self.mesh and other.spec == self.spec)
@@ -877,6 +891,9 @@ class GSPMDSharding(_SpmdSharding):
 
   def _to_xla_hlo_sharding(self, num_dimensions):
     return self._hlo
+
+  def _reduce_args(self):
+    return self._devices, self._hlo.to_proto()
 
   @property
   def is_fully_replicated(self):

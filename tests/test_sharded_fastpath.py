@@ -85,3 +85,23 @@ def test_sharded_fast_path_4_devices():
 
 def test_sharded_fast_path_8_devices():
   run_devices(BODY, 8)
+
+
+def test_no_partitioner_notice_on_stderr():
+  # JAX (on Shardy) prints nothing when a sharded program compiles; XLA's notice that
+  # GSPMD (our partitioner) is deprecated must not reach the user either.
+  import os
+  import subprocess
+  import sys
+  from test_pmap import ROOT
+  code = ("import numpy as np, tracejax as jax\n"
+          "from tracejax.sharding import NamedSharding, PartitionSpec as P\n"
+          "s = NamedSharding(jax.make_mesh((4,), ('x',)), P('x'))\n"
+          "print(jax.jit(lambda v: v.sum(), in_shardings=s)(np.arange(8.)))\n"
+          "print(jax.pmap(lambda v: jax.lax.psum(v, 'i'), axis_name='i')(np.ones(4)))\n")
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                     env=dict(os.environ, TRACEJAX_NUM_CPU_DEVICES="4", PYTHONPATH=ROOT),
+                     timeout=300, cwd=ROOT)
+  assert p.returncode == 0, p.stderr[-3000:]
+  assert p.stdout.split() == ["28.0", "[4.", "4.", "4.", "4.]"], p.stdout
+  assert "GSPMD" not in p.stderr and "Shardy" not in p.stderr, p.stderr[-3000:]

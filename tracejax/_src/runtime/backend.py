@@ -7,6 +7,7 @@ Everything here uses the fast paths measured in shared/docs/JAXLIB.md:
 never used.
 """
 import hashlib
+import contextlib
 import io
 import logging
 import os
@@ -525,6 +526,23 @@ def _compiled_name(module_text, name):
   return f"jit({name})"
 
 
+@contextlib.contextmanager
+def _quiet_gspmd(num_partitions):
+  """XLA logs, at every SPMD compile, that its GSPMD partitioner (ours: see
+  runtime/sharding.py) will give way to Shardy. That notice is about our choice, not the
+  user's program, so it is silenced for the compile: C++ messages below ERROR are
+  dropped meanwhile, then the level given by TF_CPP_MIN_LOG_LEVEL comes back."""
+  if num_partitions <= 1:
+    yield
+    return
+  from jaxlib import utils as _utils
+  _utils.absl_set_min_log_level(2)
+  try:
+    yield
+  finally:
+    _utils.absl_set_min_log_level(int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") or 0))
+
+
 def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=None,
             compiler_options=None, name=None, committed=True, devices=None,
             out_shardings=None, num_partitions=1, propagate_outputs=None):
@@ -587,12 +605,13 @@ def compile(module_text, out_avals, device=None, num_replicas=1, host_callbacks=
     loaded = _disk_load(client, path, devlist, opts)
   if loaded is None:
     t_compile = time.perf_counter()
-    if host_callbacks:
-      with make_ir_context():
-        m = ir.Module.parse(module_text)
-        loaded = client.compile_and_load(m, devlist, opts, host_callbacks=host_callbacks)
-    else:
-      loaded = client.compile_and_load(module_text, devlist, opts)
+    with _quiet_gspmd(num_partitions):
+      if host_callbacks:
+        with make_ir_context():
+          m = ir.Module.parse(module_text)
+          loaded = client.compile_and_load(m, devlist, opts, host_callbacks=host_callbacks)
+      else:
+        loaded = client.compile_and_load(module_text, devlist, opts)
     if use_disk:
       _disk_store(loaded, path, time.perf_counter() - t_compile)
   if callable(out_shardings):

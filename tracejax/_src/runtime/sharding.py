@@ -27,8 +27,11 @@ what we ask for and what XLA answers are the same kind of object; shard_map's ma
 mode is three plain custom calls (`Sharding`, `SPMDFullToShardShape`,
 `SPMDShardToFullShape`) that any lowering rule can emit, whereas Shardy needs an
 `sdy.mesh` symbol at module level and the region op `sdy.manual_computation`, which our
-one-region lowering (interpreters/lowering.py) does not build. The price: XLA logs a
-warning that GSPMD propagation is deprecated in favour of Shardy (once per compile).
+one-region lowering (interpreters/lowering.py) does not build. XLA logs, at each SPMD
+compile, that GSPMD propagation is deprecated in favour of Shardy; `backend.compile`
+silences that notice (it concerns this choice, not the user's program). With
+`use_shardy_partitioner` set, jaxlib 0.10.2 falls back to GSPMD for modules written
+this way ("Module has GSPMD attrs or ops"), so moving means emitting sdy instead.
 The translation below is the only place that knows the partitioner's format.
 """
 import numpy as np

@@ -80,9 +80,28 @@ def axis_size(axis_name):
       if size is not None:
         n *= size
         continue
-      raise NameError(f"unbound axis name: {name}. The name must be bound by an enclosing "
-                      "vmap or pmap (its axis_name argument).")
+      raise unbound_error(name)
   return n
+
+
+# JAX 0.10.2's words for a name nothing binds: a collective that checks its names as
+# shard_map's do says which collective to call under shard_map (pmax and pmin name
+# psum); one without an evaluation rule is a NotImplementedError when run eagerly.
+_FOUND_AS = {"psum": "psum", "pmax": "psum", "pmin": "psum", "ppermute": "ppermute",
+             "axis_index": "axis_index", "pbroadcast": "ppermute"}
+_NO_EVAL_RULE = frozenset(["ppermute", "pbroadcast"])
+
+
+def unbound_error(name, prim_name=None, eager=False):
+  """The error for axis name `name` that nothing binds, met by collective `prim_name`
+  (None: an axis size lookup) when run eagerly (`eager`) or staged."""
+  if eager and prim_name in _NO_EVAL_RULE:
+    return NotImplementedError(f"Evaluation rule for '{prim_name}' not implemented")
+  via = _FOUND_AS.get(prim_name)
+  if via is None or (eager and prim_name == "psum"):
+    return NameError(f"unbound axis name: {name}")
+  return NameError(f"Found an unbound axis name: {name}. To fix this, please call {via} "
+                   "under `jax.shard_map`.")
 
 
 def _vmap_axis_size(name):
@@ -121,9 +140,7 @@ def _env_groups(ctx, prim_name, axis_name):
   env_names = [n for n, _ in env]
   for n in _names(axis_name):
     if n not in env_names:
-      raise NameError(f"unbound axis name: {n}. The name must be bound by an enclosing "
-                      f"vmap or pmap (its axis_name argument); {prim_name} was lowered "
-                      "outside of one.")
+      raise unbound_error(n, prim_name)
   return replica_groups(env, _names(axis_name))
 
 
@@ -242,8 +259,7 @@ def _reduction_lowering(combine):
 
 def _unbound_impl(prim):
   def impl(*args, axis_name, **_):
-    raise NameError(f"unbound axis name: {_names(axis_name)[0]}. The name must be bound by "
-                    "an enclosing vmap or pmap (its axis_name argument).")
+    raise unbound_error(_names(axis_name)[0], prim.name, eager=True)
   prim.def_impl(impl)
 
 
@@ -339,7 +355,16 @@ def pmean(x, axis_name, *, axis_index_groups=None):
   >>> pmap(lambda v: lax.pmean(v, 'i'), axis_name='i')(jnp.arange(4.))  # doctest: +SKIP
   DeviceArray([1.5, 1.5, 1.5, 1.5], dtype=float32)
   """
-  n = psum(1, axis_name, axis_index_groups=axis_index_groups)
+  # The count is static (as in JAX): a psum of ones would be one more collective, a
+  # synchronisation of every device, at each call.
+  if axis_index_groups is not None:
+    _check_groups(axis_index_groups, axis_name, False)
+    n = len(axis_index_groups[0])
+  else:
+    try:
+      n = axis_size(axis_name)
+    except NameError:   # bound by no frame this module sees: count at run time
+      n = psum(1, axis_name)
   return tree_util.tree_map(lambda v: v / n,
                             psum(x, axis_name, axis_index_groups=axis_index_groups))
 
@@ -469,7 +494,7 @@ def ppermute(x, axis_name, perm):
   perm = tuple((int(s), int(d)) for s, d in perm)
   srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
   if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
-    raise ValueError(f"ppermute sources and destinations must be unique, got perm={perm}")
+    raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
   leaves, tree = tree_util.tree_flatten(x)
   return tree_util.tree_unflatten(tree, ppermute_p.bind(*leaves, axis_name=axis_name,
                                                         perm=perm))
@@ -484,7 +509,7 @@ def pshuffle(x, axis_name, perm):
   """
   perm = [int(p) for p in perm]
   if sorted(perm) != list(range(len(perm))):
-    raise ValueError(f"pshuffle perm must be a permutation of range({len(perm)}), got {perm}")
+    raise ValueError(f"`perm` does not represent a permutation: {perm}")
   return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
 
 
@@ -682,8 +707,11 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
 
 def _check_scatter_size(size, n, tiled, scatter_dimension):
   if (size % n) if tiled else (size != n):
-    raise ValueError(f"psum_scatter: scatter_dimension {scatter_dimension} has size {size}, "
-                     f"which must {'be a multiple of' if tiled else 'equal'} the axis size {n}")
+    # (JAX's words: its reduce_scatter's shape rule)
+    raise ValueError(f"tiled reduce_scatter operand scatter dimension size {size} must be "
+                     f"divisible by shard_count {n}" if tiled else
+                     f"reduce_scatter operand scatter dimension size {size} must match "
+                     f"shard count {n}")
 
 
 def _reduce_scatter_abstract_eval(*avals, axis_name, scatter_dimension, tiled,
@@ -815,8 +843,7 @@ def _all_to_all_gathered(x, axis_name, sa, ca):
   from tracejax._src.lax import utils as lax_utils
   n = axis_size(axis_name)
   if np.shape(x)[sa] != n:
-    raise ValueError(f"all_to_all: split_axis {sa} has size {np.shape(x)[sa]}, but axes "
-                     f"{axis_name!r} have size {n}")
+    raise _a2a_size_error(n, np.shape(x)[sa])
   g = all_gather(x, axis_name, axis=0)                     # (members, *x.shape)
   y = slicing.dynamic_index_in_dim(g, axis_index(axis_name), 1 + sa, keepdims=False)
   return lax_utils.moveaxis(y, 0, ca)
@@ -848,6 +875,12 @@ def pswapaxes(x, axis_name, axis):
   return all_to_all(x, axis_name, axis, axis)
 
 
+def _a2a_size_error(n, size):
+  """all_to_all's split axis must have the axis size (JAX's words)."""
+  return ValueError("all_to_all requires the size of the mapped axis axis_name to equal "
+                    f"x.shape[split_axis], but they are {n} and {size} respectively.")
+
+
 def _all_to_all_abstract_eval(*avals, axis_name, split_axis, concat_axis,
                               axis_index_groups=None):
   try:   # bound by an enclosing pmap's trace: check the split size
@@ -857,8 +890,7 @@ def _all_to_all_abstract_eval(*avals, axis_name, split_axis, concat_axis,
   outs = []
   for a in avals:
     if n is not None and a.shape[split_axis] != n:
-      raise ValueError(f"all_to_all: split_axis {split_axis} has size "
-                       f"{a.shape[split_axis]}, but axis {axis_name!r} has size {n}")
+      raise _a2a_size_error(n, a.shape[split_axis])
     shape = list(a.shape)
     n = shape.pop(split_axis)
     shape.insert(concat_axis, n)
@@ -873,8 +905,7 @@ def _all_to_all_lowering(ctx, *args, axis_name, split_axis, concat_axis,
   outs = []
   for x, a_in, a_out in zip(args, ctx.avals_in, ctx.avals_out):
     if a_in.shape[split_axis] != n:
-      raise ValueError(f"all_to_all: split_axis {split_axis} has size "
-                       f"{a_in.shape[split_axis]}, but axis {axis_name!r} has size {n}")
+      raise _a2a_size_error(n, a_in.shape[split_axis])
     # XLA's all_to_all keeps the rank: insert a unit axis (at q) that the received
     # blocks stack on, split `split_axis` into n blocks of one, then drop that axis.
     q = concat_axis if concat_axis <= split_axis else concat_axis + 1
@@ -918,8 +949,7 @@ def _all_to_all_batch(trace, vals, dims, *, axis_name, split_axis, concat_axis,
   for x, d in zip(vals, dims):
     x = lax_utils.bdim_at_front(x, d, n)  # (member j, *per-member shape)
     if x.shape[1 + split_axis] != n:
-      raise ValueError(f"all_to_all: split_axis {split_axis} has size "
-                       f"{x.shape[1 + split_axis]}, but axis {axis_name!r} has size {n}")
+      raise _a2a_size_error(n, x.shape[1 + split_axis])
     # Member i receives slice i of split_axis from every member j: split_axis becomes
     # the mapped axis, and the members' axis j goes to concat_axis.
     x = lax_utils.moveaxis(x, 1 + split_axis, 0)       # (i, j, rest)

@@ -500,3 +500,17 @@ def test_standardize_clips_the_fast_variance():
                              [-0.999995 + 1.4999925j, 0.999995 - 1.4999925j], rtol=1e-6)
   np.testing.assert_allclose(jax.nn.standardize(np.array([1.0, 3.0])), [-0.999995, 0.999995],
                              rtol=1e-6)
+
+
+def test_fmod_of_booleans_keeps_xla_remainder_by_zero():
+  # JAX 0.10.2 (fuzzer seed 300): the zero-divisor guard of fmod sees the bool result
+  # type, so fmod(True, False) is XLA's 1 % 0 == 1; integers keep NumPy's x % 0 == 0.
+  t, f = np.array([True, False, True]), np.array([False, False, True])
+  for fn in (jnp.fmod, jax.jit(jnp.fmod)):
+    r = fn(t, f)
+    assert r.dtype == jnp.int32
+    np.testing.assert_array_equal(r, [1, 0, 0])
+  np.testing.assert_array_equal(jnp.remainder(t, f), [0, 0, 0])
+  np.testing.assert_array_equal(jnp.fmod(t.astype(np.uint8), f.astype(np.uint8)), [0, 0, 0])
+  np.testing.assert_array_equal(jnp.fmod(np.array([5, -5, 7], np.int32),
+                                         np.array([0, 0, -3], np.int32)), [0, 0, 1])

@@ -345,7 +345,9 @@ DELIBERATE = [
         "hfft" in src and _jexc(j, "IndexError", "tuple index out of range")
         and _texc(t, "ValueError", "is out of bounds for an array of dimension 0")) or (
         "cumlogsumexp" in src and _jexc(j, "OverflowError", "cannot convert float infinity")
-        and _texc(t, "TypeError", "cumlogsumexp does not accept dtype"))),
+        and _texc(t, "TypeError", "cumlogsumexp does not accept dtype")) or (
+        "polyval" in src and _jexc(j, "IndexError", "tuple index out of range")
+        and _texc(t, "ValueError", "polyval: p must be at least one-dimensional"))),
 ]
 
 
@@ -555,7 +557,7 @@ def fuzz(args, job=0, jobs=1):
   results = {"n": 0, "agree": 0, "both_error": 0, "gen_fail": 0, "disagree": 0,
              "categories": collections.Counter(), "signatures": collections.Counter(),
              "files": [], "ops_seen": collections.Counter(),
-             "deliberate": collections.Counter()}
+             "deliberate": collections.Counter(), "disagreeing": []}
   minimised_per_sig = collections.Counter()
   t_end = time.time() + 60 * args.minutes if args.minutes else None
   todo = iter(args.indices[job::jobs]) if args.indices else None
@@ -587,6 +589,7 @@ def fuzz(args, job=0, jobs=1):
     else:
       results["disagree"] += 1
       results["categories"][cat] += 1
+      results["disagreeing"].append([i, cat])   # every one, to rerun with --indices
       raw_sig = signature(_slice(prog), cat)
       small, jj, tt = prog, j, t
       if minimised_per_sig[cat] < args.max_min_per_category:
@@ -644,8 +647,9 @@ def replay(args):
 def merge(parts):
   tot = {"n": 0, "agree": 0, "both_error": 0, "gen_fail": 0, "disagree": 0,
          "categories": collections.Counter(), "signatures": collections.Counter(), "files": [],
-         "deliberate": collections.Counter()}
+         "deliberate": collections.Counter(), "disagreeing": []}
   for p in parts:
+    tot["disagreeing"] += p.get("disagreeing", [])
     for k in ("n", "agree", "both_error", "gen_fail", "disagree"):
       tot[k] += p[k]
     tot["deliberate"].update(p.get("deliberate", {}))

@@ -156,8 +156,11 @@ mod = remainder
 
 def fmod(x1, x2, /):
   """Elementwise C-style remainder (the sign of the dividend)."""
+  # As JAX: booleans are promoted to int32 *after* the zero-divisor test, which sees
+  # bool and so leaves XLA's x % 0 == x (fmod(True, False) is 1).
+  boolean = _dtype(x1) == np.bool_ and _dtype(x2) == np.bool_
   x1, x2 = util.promote_args_numeric("fmod", x1, x2)
-  return lax.rem(x1, _int_divisor_nonzero(x2))
+  return lax.rem(x1, x2 if boolean else _int_divisor_nonzero(x2))
 
 
 def _int_divisor_nonzero(x2):

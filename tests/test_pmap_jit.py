@@ -91,8 +91,8 @@ close(spmd(jax.jit(lambda a: jnp.sum(sm(a))), x), x.sum())
 try:
   jax.jit(jax.pmap(lambda v: v))(np.ones((N + 1, 2)))
   raise AssertionError('no error')
-except ValueError as e:
-  assert 'logical devices' in str(e), e
+except ValueError as e:   # JAX 0.10.2's (its shard_map's) words: test_scaleout_parity.py
+  assert 'not evenly divisible by the corresponding mesh axis sizes' in str(e), e
 """
 
 TRANSFORMS = """
@@ -135,10 +135,14 @@ want = xx.sum(1, keepdims=True) + xx.sum(0, keepdims=True) * np.arange(2)[None, 
 o = spmd(jax.jit(pp), xx)
 close(o, want); close(pp(xx), want)
 assert o.sharding == pp(xx).sharding, (o.sharding, pp(xx).sharding)
-# a pmap inside a cond inside a pmap body (still the values of the single-device maths)
+# a pmap inside a cond inside a pmap body: JAX 0.10.2's error (test_scaleout_parity.py)
 pc = jax.pmap(lambda v: lax.cond(v.sum() > 20, lambda u: jax.pmap(lambda w: w * 2)(
     u.reshape(1, -1))[0], lambda u: u, v), 'i')
-close(pc(x), np.where(x.sum(1, keepdims=True) > 20, 2 * x, x))
+try:
+  pc(x)
+  raise AssertionError('no error')
+except ValueError as e:
+  assert "should match the mesh passed to shard_map" in str(e), e
 # PRNG keys (raw and typed) through jit(pmap)
 from tracejax import random
 kf = jax.pmap(lambda k: random.normal(k, (2,)))

@@ -40,4 +40,10 @@ from tracejax._src.sharding_explicit import (
     reshard as reshard,
     set_mesh as set_mesh,
 )
+from tracejax._src.sharding_extra import (
+    AbstractDevice as AbstractDevice,
+    ManualAxisType as ManualAxisType,
+    make_single_device_sharding as make_single_device_sharding,
+    use_abstract_mesh as use_abstract_mesh,
+)
 P = PartitionSpec

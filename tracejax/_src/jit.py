@@ -551,7 +551,9 @@ class Jitted:
   def _call_traced(self, leaves, in_tree, skey, svals, entry=None):
     in_avals = tuple(avals_mod.raise_to_shaped(avals_mod.get_aval(x)) for x in leaves)
     if entry is None:
-      key = ("traced", in_tree, skey, in_avals)
+      # As the eager key: what the trace reads (the flags, the `set_mesh` mesh) keys it.
+      key = ("traced", in_tree, skey, in_avals,
+             tuple([getattr(config, f) for f in _TRACE_FLAGS]), sharding.context_mesh())
       entry = self._cache.get(key)
       if entry is None:
         jaxpr, consts, out_tree = self._trace(in_tree, in_avals, svals)

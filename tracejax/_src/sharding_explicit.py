@@ -280,17 +280,61 @@ def retype(aval, sharding):
                     sharding)
 
 
-def out_sharding_of(aval, mesh=None):
+def out_sharding_of(aval, mesh=None, meshed=True):
   """The NamedSharding a result of type `aval` of a program over `mesh` must have: its
   type's; replicated over `mesh` when it is untyped and the mesh's axes are all
-  Explicit (as in JAX, whose untyped values there are replicated ones); else None
-  (XLA's partitioner chooses)."""
+  Explicit (as in JAX, whose untyped values there are replicated ones): `P(None, ...)`
+  when it derives from typed values (`meshed`: JAX would have typed it, tracejax has no
+  rule), else `P()` (JAX's values of the empty mesh, from NumPy inputs under
+  `jax.set_mesh`, are laid out so); else None (XLA's partitioner chooses)."""
   if type(aval) is ShardedShapedArray and explicit_names(aval.mesh):
     return aval.concrete_sharding()
   if mesh is not None and mesh.axis_names and isinstance(aval, avals_mod.ShapedArray) \
       and all(t == AxisType.Explicit for t in mesh.axis_types):
-    return sharding_mod.NamedSharding(mesh, P(*(None,) * len(aval.shape)))
+    return sharding_mod.NamedSharding(mesh, P(*(None,) * len(aval.shape)) if meshed else P())
   return None
+
+
+# Primitives whose result JAX gives the `jax.set_mesh` mesh when no operand has one
+# (its rules for broadcasting n-ary ops, `broadcast_in_dim`, `concatenate`, `select_n`
+# and `iota` fall back on the context mesh; unary ops, reductions, `transpose`,
+# `dot_general` and the rest keep their operand's empty mesh, and XLA lays such results
+# out replicated, `P()`). tracejax leaves all of them untyped (its internal values, e.g.
+# the cotangents grown from `grad`'s seed, are untyped where JAX's are typed, so typing
+# these would make types disagree); only the results' layout follows JAX's rule.
+_TAKES_CONTEXT_MESH = frozenset(["broadcast_in_dim", "concatenate", "select_n", "iota"])
+
+
+def _takes_context_mesh(eqn):
+  name = eqn.primitive.name
+  return name in _TAKES_CONTEXT_MESH or (name in _ELEMENTWISE and len(eqn.invars) > 1)
+
+
+def meshed_outputs(jaxpr, in_meshed=None):
+  """Per result of `jaxpr`: whether JAX would give it a mesh (`out_sharding_of`'s
+  `meshed`): it derives from a typed value (an input, constant or result of a mesh
+  type) or from an operation that takes the context mesh (`_TAKES_CONTEXT_MESH`, also
+  inside jitted calls: their bodies are looked into).
+
+  Args:
+    jaxpr: the program's jaxpr.
+    in_meshed: per input, whether it has a mesh (default: whether it is typed).
+  """
+  typed = lambda v: type(v.aval) is ShardedShapedArray
+  is_lit = lambda v: type(v).__name__ == "Literal"
+  meshed = {v for v in jaxpr.constvars if typed(v)}
+  for i, v in enumerate(jaxpr.invars):
+    if typed(v) or (in_meshed is not None and in_meshed[i]):
+      meshed.add(v)
+  for eqn in jaxpr.eqns:
+    ins = [not is_lit(v) and v in meshed for v in eqn.invars]
+    call = eqn.params.get("call_jaxpr") if eqn.primitive.name == "xla_call" else None
+    if call is not None:
+      outs = meshed_outputs(getattr(call, "jaxpr", call), ins)
+      meshed.update(v for v, m in zip(eqn.outvars, outs) if m)
+    elif any(ins) or _takes_context_mesh(eqn) or any(typed(v) for v in eqn.outvars):
+      meshed.update(eqn.outvars)
+  return [not is_lit(v) and (v in meshed or typed(v)) for v in jaxpr.outvars]
 
 
 def mesh_typed(aval, sharding):
@@ -1042,6 +1086,10 @@ def get_abstract_mesh():
   >>> get_abstract_mesh()
   AbstractMesh((), axis_types=())
   """
+  from tracejax._src import sharding_extra   # `use_abstract_mesh` blocks come first
+  a = sharding_extra.current_abstract_mesh()
+  if a is not None:
+    return a
   m = sharding_mod.context_mesh()
   return avals_mod.AbstractMesh.EMPTY if m is None else type_mesh(m)
 

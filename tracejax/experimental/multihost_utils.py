@@ -1,6 +1,8 @@
 """`jax.experimental.multihost_utils`: moving data between the processes of a
 `jax.distributed` program: `process_allgather`, `broadcast_one_to_all`,
-`sync_global_devices`, `assert_equal`. Re-exports from `tracejax/_src/multihost.py`.
+`sync_global_devices`, `assert_equal`, `reached_preemption_sync_point`, `live_devices`
+(`ProcessFailureError`). Re-exports from `tracejax/_src/multihost.py` and
+`tracejax/_src/multihost_extra.py`.
 """
 # flake8: noqa: F401
 from tracejax._src.multihost import (
@@ -10,4 +12,9 @@ from tracejax._src.multihost import (
     host_local_array_to_global_array as host_local_array_to_global_array,
     process_allgather as process_allgather,
     sync_global_devices as sync_global_devices,
+)
+from tracejax._src.multihost_extra import (
+    ProcessFailureError as ProcessFailureError,
+    live_devices as live_devices,
+    reached_preemption_sync_point as reached_preemption_sync_point,
 )

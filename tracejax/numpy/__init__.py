@@ -47,6 +47,8 @@ from tracejax._src.numpy.creation import (
     arange, array, asarray, empty, empty_like, eye, full, full_like, geomspace, identity,
     linspace, logspace, meshgrid, ones, ones_like, tri, tril, triu, zeros, zeros_like,
 )
+# (set_mesh-aware: they commit host data to the `jax.set_mesh` mesh, as JAX's do)
+from tracejax._src.numpy.creation import _user_array as array, _user_asarray as asarray
 _lazy("differences", "diff ediff1d trapezoid trapz")
 _lazy("einsum", "einsum einsum_path")
 _lazy("index_tricks", """

@@ -141,8 +141,8 @@ class AbstractMesh:
     return hash((self.axis_sizes, self.axis_names))
 
   def __repr__(self):
-    shape = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
-    return f"AbstractMesh(({shape}), axis_types={self.axis_types})"
+    shape = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)   # JAX's: no parens
+    return f"AbstractMesh({shape or '()'}, axis_types={self.axis_types})"
 
 
 AbstractMesh.EMPTY = AbstractMesh()

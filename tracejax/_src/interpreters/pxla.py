@@ -21,9 +21,8 @@ The staged form is the `xla_pmap` primitive, whose `call_jaxpr` is the per-membe
   in a jit): jit compiles that program as ONE SPMD program over the pmap's devices
   (`staged_mesh` gives their mesh, `mhlo.num_partitions` = their count) and the pmap
   lowers to XLA manual code, one member per partition (pmap_spmd.py), as in JAX 0.10.2;
-  where no such program holds it (a pmap hidden in a cond/scan of a pmap body, a program
-  over other devices), the body runs as a named-axis vmap: the same values, on that
-  program's device(s).
+  a pmap hidden in a cond/scan of a pmap body is JAX 0.10.2's error (pmap_errors.py); in
+  a program over other devices, the body runs as a named-axis vmap on its device(s).
 
 `pmap(f)` keeps a per-signature cache of compiled programs: a repeated call flattens
 its arguments, finds the entry and runs it, without tracing.
@@ -395,9 +394,9 @@ batching.primitive_batchers[xla_pmap_p] = _xla_pmap_batch
 def _xla_pmap_lowering(ctx, *args, call_jaxpr, axis_name, axis_size, mapped_invars, **params):
   """An xla_pmap inside another program (jit of pmap, a pmap under grad-of-jit, scan or
   cond). In an SPMD program over the pmap's devices (`staged_mesh` asked for one): the
-  manual computation of pmap_spmd.py, one member per partition. Elsewhere (a program on
-  one device, or a pmap hidden in a cond/scan of a pmap body): its body runs as a vmap
-  with the axis name, on the enclosing program's device(s)."""
+  manual computation of pmap_spmd.py, one member per partition. In a pmap body (hidden
+  in a cond/scan there): JAX's error. Elsewhere (a program on one device): its body runs
+  as a vmap with the axis name, on the enclosing program's device(s)."""
   if params.get("global_axis_size"):
     raise ValueError("a pmap spanning several processes (jax.distributed) cannot be staged "
                      "into another jit or pmap; call it at the top level")
@@ -408,13 +407,8 @@ def _xla_pmap_lowering(ctx, *args, call_jaxpr, axis_name, axis_size, mapped_inva
     if mesh is not None and mesh._flat_devices == prog:
       return _manual_pmap_lowering(ctx, args, call_jaxpr, axis_name, axis_size,
                                    mapped_invars, mesh)
-  outer = ctx.module_context.num_replicas
-  ndev = len(xb.devices(ctx.module_context.platform))
-  if outer * axis_size > ndev:
-    raise ValueError(
-        f"compiling computation that requires {outer * axis_size} logical devices, but "
-        f"only {ndev} XLA devices are available (num_replicas={outer * axis_size}, "
-        "num_partitions=1)")
+  from tracejax._src.interpreters import pmap_errors   # JAX's error inside a pmap body
+  pmap_errors.check_vmap_lowering(ctx, axis_name, axis_size)
   from tracejax._src import api
   in_axes = tuple(0 if m else None for m in mapped_invars)
   fun = api.vmap(lambda *a: ir.eval_jaxpr(call_jaxpr, [], *a), in_axes=in_axes,
@@ -564,63 +558,46 @@ class PmapFunction:
     static = set()
     for i in self.static:
       j = i + nargs if i < 0 else i
-      if not 0 <= j < nargs:
-        raise ValueError(f"pmapped function {self._name} has static_broadcasted_argnums="
-                         f"{self.static}, but was called with only {nargs} positional "
-                         "arguments.")
-      static.add(j)
+      if j >= nargs:   # (a negative one out of range is ignored, as in JAX)
+        raise ValueError(f"pmapped function has static_broadcasted_argnums={self.static} but "
+                         f"was called with only {nargs} positional argument"
+                         f"{'s' if nargs > 1 else ''}. All static broadcasted arguments must "
+                         "be passed positionally.")
+      if j >= 0:
+        static.add(j)
     dyn = tuple(a for i, a in enumerate(args) if i not in static)
     skey = []
     for j in sorted(static):
       try:
         hash(args[j])
       except TypeError:
-        raise ValueError(f"Non-hashable static arguments are not supported. An error "
-                         f"occurred while trying to hash an object of type {type(args[j])}, "
-                         f"{args[j]!r}.") from None
+        raise ValueError(f"Non-hashable static arguments are not supported, as this can "
+                         f"lead to unexpected cache-misses. Static argument (index {j}) of type"
+                         f" {type(args[j])} for function {self._name} is non-hashable.") from None
       skey.append((j, args[j]))
     return dyn, tuple(skey), static
 
   def _in_dims(self, dyn, kwargs, in_tree, static):
     ax = self.in_axes
-    if isinstance(ax, list):
-      ax = tuple(ax)
+    from tracejax._src.interpreters import pmap_errors   # (JAX's words for bad in_axes)
+    if isinstance(ax, list):   # JAX 0.10.2's pmap takes no list (a tree prefix mismatch)
+      raise pmap_errors.in_axes_prefix_error(ax, dyn, kwargs)
     if isinstance(ax, tuple) and static and len(ax) == len(dyn) + len(static):
       ax = tuple(a for i, a in enumerate(ax) if i not in static)
     if ax is None or isinstance(ax, int):
       ax = (ax,) * len(dyn)
     elif not isinstance(ax, tuple):
-      raise TypeError(f"pmap in_axes must be an int, None, or a tuple of entries "
-                      f"corresponding to the positional arguments, got {self.in_axes!r}")
+      raise TypeError(f"pmap in_axes must be an int, None, or (nested) container with those "
+                      f"types as leaves, but got {self.in_axes}.")
     try:
       dims = tree_util.broadcast_prefix(tuple(ax), tuple(dyn), is_leaf=lambda x: x is None)
     except (ValueError, TypeError):
-      raise ValueError(f"pmap in_axes specification must be a tree prefix of the "
-                       f"corresponding value, got specification {self.in_axes} for value "
-                       f"tree {tree_util.tree_structure(tuple(dyn))}.") from None
+      raise pmap_errors.in_axes_prefix_error(ax, dyn, kwargs) from None
     return list(dims) + [0] * len(tree_util.tree_leaves(kwargs))
 
   def _axis_size(self, leaves, dims):
-    sizes = set()
-    for x, d in zip(leaves, dims):
-      if d is None:
-        continue
-      shape = x.shape if isinstance(x, Tracer) else np.shape(x)
-      if not -len(shape) <= d < len(shape):
-        raise ValueError(f"pmap in_axes {d} is out of bounds for an argument of rank "
-                         f"{len(shape)}")
-      sizes.add(shape[d])
-    if self.axis_size is not None:
-      if sizes and sizes != {self.axis_size}:
-        raise ValueError(f"pmap got axis_size={self.axis_size} but mapped arguments of "
-                         f"size {sorted(sizes)}")
-      return self.axis_size
-    if len(sizes) != 1:
-      raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: "
-                       f"{sorted(sizes)}" if sizes else
-                       "pmap requires at least one argument with a mapped axis, or "
-                       "axis_size")
-    return sizes.pop()
+    from tracejax._src.interpreters import pmap_errors   # (its checks, in JAX's words)
+    return pmap_errors.mapped_axis_size(self, leaves, dims)
 
   # -- tracing --
 
@@ -816,7 +793,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
   DeviceArray([0.33333334, 0.6666667 ], dtype=float32)
   """
   if not callable(fun):
-    raise TypeError(f"pmap requires a callable argument, got {type(fun)}.")
+    raise TypeError(f"Expected a callable value, got {fun}")
   if isinstance(static_broadcasted_argnums, (int, np.integer)):
     static_broadcasted_argnums = (static_broadcasted_argnums,)
   try:
@@ -828,6 +805,8 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
   if isinstance(donate_argnums, (int, np.integer)):
     donate_argnums = (donate_argnums,)
   donate_argnums = tuple(operator.index(i) for i in donate_argnums)
+  from tracejax._src.interpreters import pmap_errors   # (JAX's checks of the arguments)
+  pmap_errors.check_pmap_args(devices, static, donate_argnums)
   pf = PmapFunction(fun, axis_name, in_axes, out_axes, static, devices, backend,
                     axis_size, donate_argnums)
   if in_axes == 0 and out_axes == 0 and not static and type(in_axes) is int and \
@@ -958,13 +937,13 @@ def lower_spmd(jaxpr, consts, name, devices, in_shardings, out_shardings, mesh=N
   in_avals = [v.aval for v in jaxpr.invars]
   out_avals = [v.aval for v in jaxpr.outvars]
   if sharding_mod.aval_typer is not None:
-    # Sharding in types (sharding_explicit.py): a typed result is laid out by its type
-    # unless a sharding is asked for, and then its type follows that sharding.
+    # Sharding in types (sharding_explicit.py): a result is laid out by its type unless
+    # a sharding is asked for; then its type follows its layout (on an Explicit mesh).
     from tracejax._src import sharding_explicit as _se
+    out_shardings = [s if s is not None else _se.out_sharding_of(a, mesh, m)
+                     for s, a, m in zip(out_shardings, out_avals, _se.meshed_outputs(jaxpr))]
     out_avals = [a if s is None else _se.retype(a, s)
                  for s, a in zip(out_shardings, out_avals)]
-    out_shardings = [s if s is not None else _se.out_sharding_of(a, mesh)
-                     for s, a in zip(out_shardings, out_avals)]
   const_sh = [rep] * len(consts)
   all_in = const_sh + list(in_shardings)
   # (key arrays: the rank of their data, which XLA sees)
@@ -1370,7 +1349,7 @@ def _run_on_arg_devices(args, avals, key, build, name, staged=None, jaxpr=None):
           f"{sharding_mod._describe(args[first], f'{first} of {name}')} and "
           f"{sharding_mod._describe(x, f'{i} of {name}')}")
     ins.append(rep if s is None else s)
-  key = key + (tuple(avals), tuple(ins))
+  key = key + (tuple(avals), tuple(ins), mesh)   # mesh: no input may name it (iota)
   prog = _prim_spmd.get(key)
   if prog is None:
     jaxpr = build()

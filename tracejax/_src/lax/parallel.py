@@ -80,7 +80,7 @@ def axis_size(axis_name):
       if size is not None:
         n *= size
         continue
-      raise unbound_error(name)
+      raise _unbound_error(name)
   return n
 
 
@@ -92,7 +92,12 @@ _FOUND_AS = {"psum": "psum", "pmax": "psum", "pmin": "psum", "ppermute": "ppermu
 _NO_EVAL_RULE = frozenset(["ppermute", "pbroadcast"])
 
 
-def unbound_error(name, prim_name=None, eager=False):
+class _AxisOutOfRange(ValueError, IndexError):
+  """An axis argument the operand does not have, where JAX 0.10.2 raises an IndexError
+  (a ValueError too, as tracejax raised it before)."""
+
+
+def _unbound_error(name, prim_name=None, eager=False):
   """The error for axis name `name` that nothing binds, met by collective `prim_name`
   (None: an axis size lookup) when run eagerly (`eager`) or staged."""
   if eager and prim_name in _NO_EVAL_RULE:
@@ -140,7 +145,7 @@ def _env_groups(ctx, prim_name, axis_name):
   env_names = [n for n, _ in env]
   for n in _names(axis_name):
     if n not in env_names:
-      raise unbound_error(n, prim_name)
+      raise _unbound_error(n, prim_name)
   return replica_groups(env, _names(axis_name))
 
 
@@ -259,7 +264,7 @@ def _reduction_lowering(combine):
 
 def _unbound_impl(prim):
   def impl(*args, axis_name, **_):
-    raise unbound_error(_names(axis_name)[0], prim.name, eager=True)
+    raise _unbound_error(_names(axis_name)[0], prim.name, eager=True)
   prim.def_impl(impl)
 
 
@@ -698,8 +703,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     if isinstance(sd, (int, np.integer)) and sd < 0:   # counted from the end
       sd += nd
     if not isinstance(sd, (int, np.integer)) or not 0 <= sd < nd:
-      raise ValueError(f"psum_scatter: scatter_dimension={scatter_dimension!r} is not an "
-                       f"axis of an operand of rank {nd}")
+      raise _AxisOutOfRange(f"psum_scatter: scatter_dimension={scatter_dimension!r} is not "
+                            f"an axis of an operand of rank {nd}")
     outs += reduce_scatter_p.bind(leaf, axis_name=axis_name, scatter_dimension=int(sd),
                                   tiled=bool(tiled), **_groups_kw(groups))
   return tree_util.tree_unflatten(tree, outs)
@@ -819,8 +824,10 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
       if isinstance(ax, (int, np.integer)) and ax < 0:   # counted from the end
         ax += nd
       if not isinstance(ax, (int, np.integer)) or not 0 <= ax < max(nd, 1):
-        raise ValueError(f"all_to_all: {name}={ax!r} is not an axis of an operand of "
-                         f"rank {nd}")
+        # (JAX 0.10.2 meets a bad split axis as an IndexError, a bad concat axis as a
+        # ValueError: the split one is raised as both)
+        err = _AxisOutOfRange if name == "split_axis" else ValueError
+        raise err(f"all_to_all: {name}={ax!r} is not an axis of an operand of rank {nd}")
       axes.append(int(ax))
     sa, ca = axes
     if not tiled and groups is None and len(_names(axis_name)) > 1 and any(

@@ -104,6 +104,24 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
   return out
 
 
+def _on_context_mesh(out, ndmin=0):
+  """Inside `jax.set_mesh(mesh)`, as in JAX: a new array made from host data (or a copy
+  of an uncommitted one) is committed to the mesh, replicated (`NamedSharding(mesh,
+  P())`); on a mesh with Explicit axes it then has the mesh's type. Not under a trace
+  (there it is a constant of no mesh)."""
+  if type(out) is not Array or out._committed or \
+      _trace_mod.current_trace() is not _trace_mod.eval_trace:
+    return out
+  from tracejax._src.runtime import sharding as sharding_mod   # (runtime is below numpy)
+  mesh = sharding_mod.context_mesh()
+  if mesh is None:
+    return out
+  out = _place(out, sharding_mod.NamedSharding(mesh, sharding_mod.PartitionSpec()))
+  if ndmin > out.ndim:   # the reshape `ndmin` asks for is an op on the typed array
+    out = util.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+  return out
+
+
 def _check_numeric(x):
   """TypeError for host arrays of strings, bytes or objects (XLA has no such dtypes)."""
   if x.dtype.kind in "SUOMm":  # not "V": bfloat16 and the ml_dtypes are kind V
@@ -671,3 +689,30 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     x = util.reshape(x, s)
     out.append(x if sparse else util.broadcast_to(x, shape))
   return out
+
+
+# `jnp.array`/`jnp.asarray` as users call them: placed on the `jax.set_mesh` mesh as in
+# JAX. tracejax's own functions convert their arguments with the plain `array`/`asarray`
+# above, as JAX's mostly do (a NumPy argument of `jnp.sin` is of no mesh).
+def _user_array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
+                out_sharding=None):
+  from tracejax._src.runtime import sharding as sharding_mod   # (runtime is below numpy)
+  if device is not None or out_sharding is not None or sharding_mod.context_mesh() is None:
+    return array(object, dtype, copy, order, ndmin, device=device, out_sharding=out_sharding)
+  out = array(object, dtype, copy, order)
+  if out is object and dtypes._extended_type_of(getattr(out, "dtype", None)) is not None:
+    return array(out, ndmin=ndmin)   # a key array: returned as is
+  return _on_context_mesh(out, ndmin) if type(out) is Array else \
+      array(out, copy=False, ndmin=ndmin)
+
+
+def _user_asarray(a, dtype=None, order=None, copy=None, *, device=None, out_sharding=None):
+  out = asarray(a, dtype, order, copy, device=device, out_sharding=out_sharding)
+  if out is a or device is not None or out_sharding is not None:
+    return out   # an array of the requested dtype, as is (JAX's too)
+  return _on_context_mesh(out)
+
+
+for _f, _g in ((_user_array, array), (_user_asarray, asarray)):
+  _f.__name__, _f.__qualname__, _f.__doc__ = _g.__name__, _g.__qualname__, _g.__doc__
+  _f.__wrapped__ = _g

@@ -122,11 +122,12 @@ def _reduce_any_hlo(pred, ndim):
 
 
 def _while(cond_fun, body_fun, init):
-  """In a lowering composition: iterate `body_fun(*carry) -> carry` while any element of
-  the bool array `cond_fun(*carry)` holds."""
+  """Iterate `body_fun(*carry) -> carry` while any element of the bool array
+  `cond_fun(*carry)` holds: an HLO while op in a lowering composition, a
+  `lax.while_loop` when traced (the JVP of random_gamma_grad)."""
   trace = current_trace()
   if not isinstance(trace, _EmitTrace):
-    raise TypeError("_while is only for lowering compositions; use lax.while_loop")
+    return _traced_while(cond_fun, body_fun, init)
   vals, avals = [], []
   for x in init:
     v, a = trace.value(x)
@@ -147,6 +148,22 @@ def _while(cond_fun, body_fun, init):
     hlo.return_([trace.value(o)[0] for o in outs])
   return [_EmitTracer(trace, r, a) for r, a in zip(op.results, avals)]
 
+
+
+def _traced_while(cond_fun, body_fun, init):
+  """`_while` outside a lowering composition: a `lax.while_loop` (looping while any
+  element's condition holds), so that a composition can also be traced and
+  differentiated in forward mode, as JAX's traceable implementations are."""
+  from tracejax._src.control_flow.loops import while_loop  # (control flow imports lax)
+  from tracejax._src.lax.reductions import reduce_or
+
+  def cond(carry):
+    pred = cond_fun(*carry)
+    nd = len(_aval(pred).shape)
+    return reduce_or(pred, tuple(range(nd))) if nd else pred
+
+  init = [x if isinstance(x, Tracer) else np.asarray(x, _aval(x).dtype) for x in init]
+  return list(while_loop(cond, lambda carry: list(body_fun(*carry)), init))
 
 
 # =============================================================================
@@ -416,12 +433,41 @@ random_gamma_grad = _wrap(random_gamma_grad_p,
                           "to a: -(dP/da) / (dP/dx).")
 
 
-def _random_gamma_grad_grad(g, a, x):
-  raise ValueError("random_gamma_grad is not differentiable (second derivatives of gamma "
-                   "samples are not supported)")
+def _random_gamma_grad_traced(a, x):
+  """random_gamma_grad as traced lax ops (a while_loop for the series and the continued
+  fraction), the same computation as its lowering: what JAX's random_gamma_grad is."""
+  from tracejax._src.lax import structural  # (structural imports this family)
+  shape = np.broadcast_shapes(_aval(a).shape, _aval(x).shape)
+  a, x = (v if _aval(v).shape == shape else structural.broadcast_in_dim(
+      v, shape, tuple(range(len(_aval(v).shape)))) for v in (a, x))
+  dt = _dtype(a)
+  if dt in (np.dtype(dtypes.bfloat16), np.dtype(np.float16)):  # as _lower_composition
+    a, x = convert_element_type(a, np.float32), convert_element_type(x, np.float32)
+    return convert_element_type(_igamma_derivative_impl("sample_grad")(a, x), dt)
+  return _igamma_derivative_impl("sample_grad")(a, x)
 
 
-_defjvp_nary(random_gamma_grad_p, _random_gamma_grad_grad, _random_gamma_grad_grad)
+def _random_gamma_grad_jvp(primals, tangents):
+  # JAX's random_gamma_grad is traceable lax code, so its derivative (the second
+  # derivative of a gamma sample) is forward mode through the iteration itself: here
+  # the JVP of the same computation traced with a while_loop. Like JAX's, it cannot be
+  # transposed (reverse mode through a while_loop).
+  out = random_gamma_grad_p.bind(*primals)
+  if all(type(t) is ad.Zero for t in tangents):
+    return out, ad.Zero(_aval(out).at_least_vspace())
+  live = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero]
+
+  def fun(*live_args):
+    args = list(primals)
+    for i, v in zip(live, live_args):
+      args[i] = v
+    return [_random_gamma_grad_traced(*args)]
+
+  _, (t_out,) = ad.jvp_flat(fun, [primals[i] for i in live], [tangents[i] for i in live])
+  return out, t_out
+
+
+ad.primitive_jvps[random_gamma_grad_p] = _random_gamma_grad_jvp
 utils.defbroadcasting(random_gamma_grad_p, size_one=True)
 mlir.register_lowering(random_gamma_grad_p,
                        _lower_composition(_igamma_derivative_impl("sample_grad")))

@@ -238,7 +238,7 @@ def _normalize(y, fft_type, lengths, norm):
   return ufuncs.multiply(y, np.asarray(factor, util.dtype_of(y)))
 
 
-def _fftn(fun_name, fft_type, a, s, axes, norm):
+def _fftn(fun_name, fft_type, a, s, axes, norm, conj_out=False):
   _check_norm(fun_name, norm)
   x = _operand(fun_name, a, fft_type)
   shape = util.shape(x)
@@ -256,10 +256,12 @@ def _fftn(fun_name, fft_type, a, s, axes, norm):
     in_sizes[-1] = lengths[-1] // 2 + 1
   x = _resize(x, axes, in_sizes)
   y = _fft_core(fft_type, x, axes, lengths)
+  if conj_out:  # ihfft: conjugated before the scaling, as JAX (0 * (1/n) gives +0j)
+    y = lax_ew.conj(y)
   return _normalize(y, fft_type, lengths, norm)
 
 
-def _fft1d(fun_name, fft_type, a, n, axis, norm):
+def _fft1d(fun_name, fft_type, a, n, axis, norm, conj_out=False):
   if isinstance(axis, (tuple, list)):
     raise ValueError(f"{_full_name(fun_name)} does not support multiple axes; use "
                      f"{_full_name(fun_name)}n. Got axis={axis!r}.")
@@ -268,7 +270,7 @@ def _fft1d(fun_name, fft_type, a, n, axis, norm):
   if s is not None and s[0] < 1:
     raise ValueError(f"{_full_name(fun_name)}: invalid number of FFT data points "
                      f"n={s[0]}; it must be at least 1.")
-  return _fftn(fun_name, fft_type, a, s, (axis,), norm)
+  return _fftn(fun_name, fft_type, a, s, (axis,), norm, conj_out)
 
 
 # ---- one-dimensional transforms ----
@@ -395,10 +397,10 @@ def ihfft(a, n=None, axis=-1, norm=None):
 
   Example:
     >>> jnp.fft.ihfft(jnp.array([8., -2., 0., -2.]))
-    DeviceArray([1.-0.j, 2.-0.j, 3.-0.j], dtype=complex64)
+    DeviceArray([1.+0.j, 2.+0.j, 3.+0.j], dtype=complex64)
   """
   _check_norm("ihfft", norm)
-  return lax_ew.conj(_fft1d("ihfft", FftType.RFFT, a, n, axis, _SWAPPED_NORM[norm]))
+  return _fft1d("ihfft", FftType.RFFT, a, n, axis, _SWAPPED_NORM[norm], conj_out=True)
 
 
 # ---- multi-dimensional transforms ----

@@ -593,6 +593,11 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
     y = sharding_explicit.type_updates(x.aval, y, ix.slice_axes)
   if ix.indices is None:
     # Whole axes only: an elementwise update of all of x.
+    if scatter_op is lax_gather.scatter:
+      # JAX scatters here, so the tangent is x's with y's written over it: zeros,
+      # not a symbolic zero (jacfwd of log(x.at[...].set(0.)) is nan, as 0/0).
+      # A select on a constant True has that rule and costs XLA nothing.
+      return lax_ew.select(np.bool_(True), util.to_operand(y), x)
     return _COMBINE[scatter_op](x, y)
   if ix.empty_axes:
     return util.fresh_array(x)  # every update is out of bounds

@@ -604,13 +604,17 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
   if where is not None:
     mask = ufuncs.logical_and(mask, where)
   zero = util.convert(0, comp, False)
+  # where(skip, 0, value) rather than where(keep, value, 0): on an empty array
+  # jnp.where returns its `x`, so (as in JAX) the skipped-zero branch carries the
+  # tangent, a symbolic zero (jvp of nanstd([]) is 0, not nan).
+  skip = ufuncs.logical_not(mask)
   if mean is None:
     m = ufuncs.true_divide(
-        sum(ufuncs.where(mask, a, zero), dims, keepdims=True),
+        sum(ufuncs.where(skip, zero, a), dims, keepdims=True),
         util.convert(sum(mask, dims, keepdims=True), dtypes.to_real_dtype(comp), False))
   else:
     m = util.convert(util.to_array(mean), comp, False)
-  centered = ufuncs.where(mask, ufuncs.subtract(a, m), zero)
+  centered = ufuncs.where(skip, zero, ufuncs.subtract(a, m))
   if dtypes.is_complex(comp):
     sq = lax_ew.real(lax_ew.mul(centered, lax_ew.conj(centered)))
   else:

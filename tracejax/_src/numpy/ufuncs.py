@@ -854,6 +854,11 @@ def _where(condition, x, y):
   util.check_arraylike_or_list("where", condition, x, y)
   condition = _to_bool(util.to_operand(condition))
   x, y = util.promote_dtypes(x, y)
+  out_shape = util.broadcast_shapes(util.shape(condition), util.shape(x), util.shape(y))
+  if 0 in out_shape:
+    # JAX returns the broadcast `x` for an empty result instead of selecting, so
+    # only `x` carries a tangent there (e.g. jvp of nanmean([]) is 0, not nan).
+    return util.broadcast_to(x, out_shape)
   return _select(condition, x, y)
 
 

@@ -40,7 +40,7 @@ from tracejax._src.sharding_explicit import (
     reshard as reshard,
     set_mesh as set_mesh,
 )
-from tracejax._src.sharding_extra import (
+from tracejax._src.abstract_mesh import (
     AbstractDevice as AbstractDevice,
     ManualAxisType as ManualAxisType,
     make_single_device_sharding as make_single_device_sharding,

@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 
-from tracejax._src import multihost_extra   # (defines jax_enable_preemption_service)
+from tracejax._src import preemption   # (defines jax_enable_preemption_service)
 from tracejax._src.runtime import backend
 
 
@@ -181,7 +181,7 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
   backend.set_distributed(client, process_id, num_processes,
                           interface=cpu_collectives_interface, topology_timeout_s=init_s)
   global_state.client, global_state.service = client, service
-  multihost_extra.start_preemption_sync_manager(global_state)
+  preemption.start_preemption_sync_manager(global_state)
   global_state.coordinator_address = coordinator_address
   global_state.process_id, global_state.num_processes = process_id, num_processes
   global_state.barrier_timeout_s = max(init_s, 60)
@@ -216,7 +216,7 @@ def shutdown():
   >>> jax.distributed.shutdown()  # doctest: +SKIP
   """
   # the preemption sync manager depends on the client: it goes first (as in JAX)
-  multihost_extra.stop_preemption_sync_manager(global_state)
+  preemption.stop_preemption_sync_manager(global_state)
   client, service = global_state.client, global_state.service
   global_state.client = global_state.service = None
   backend.set_distributed(None, 0, 1)

@@ -1086,8 +1086,8 @@ def get_abstract_mesh():
   >>> get_abstract_mesh()
   AbstractMesh((), axis_types=())
   """
-  from tracejax._src import sharding_extra   # `use_abstract_mesh` blocks come first
-  a = sharding_extra.current_abstract_mesh()
+  from tracejax._src import abstract_mesh   # `use_abstract_mesh` blocks come first
+  a = abstract_mesh.current_abstract_mesh()
   if a is not None:
     return a
   m = sharding_mod.context_mesh()

@@ -2,7 +2,7 @@
 `jax.distributed` program: `process_allgather`, `broadcast_one_to_all`,
 `sync_global_devices`, `assert_equal`, `reached_preemption_sync_point`, `live_devices`
 (`ProcessFailureError`). Re-exports from `tracejax/_src/multihost.py` and
-`tracejax/_src/multihost_extra.py`.
+`tracejax/_src/preemption.py`.
 """
 # flake8: noqa: F401
 from tracejax._src.multihost import (
@@ -13,7 +13,7 @@ from tracejax._src.multihost import (
     process_allgather as process_allgather,
     sync_global_devices as sync_global_devices,
 )
-from tracejax._src.multihost_extra import (
+from tracejax._src.preemption import (
     ProcessFailureError as ProcessFailureError,
     live_devices as live_devices,
     reached_preemption_sync_point as reached_preemption_sync_point,

@@ -150,7 +150,7 @@ def run_program(ns, src, inputs, timeout=60):
     for leaf in leaves:
       weak = getattr(leaf, "weak_type", None)
       if isinstance(leaf, np.ndarray):  # a host array (JAX's TypedNdArray is one too)
-        weak = "host"
+        weak = "host:weak" if weak else "host"  # (a TypedNdArray carries its weak type)
       if isinstance(leaf, (bool, int, float, complex)):
         weak = "py:" + type(leaf).__name__
       dt = getattr(leaf, "dtype", None)  # JAX's TypedInt/TypedFloat carry their dtype

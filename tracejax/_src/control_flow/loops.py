@@ -66,15 +66,17 @@ def while_loop(cond_fun, body_fun, init_val):
 
 def _promote_weak_carry(leaves, in_avals, out_avals):
   """JAX's rule for a weakly typed carry (a Python scalar) whose body output has another
-  dtype: the initial value is converted to the promoted dtype of the two (then the body
+  type: the initial value is converted to the promoted dtype of the two (then the body
   is traced again), so `fori_loop(0, n, lambda i, c: c + jnp.float16(1), 0.)` carries
-  float16. Strongly typed carries are never changed: a mismatch there is an error."""
+  float16, and a weak carry whose body output is strong of the same dtype becomes strong
+  (the gcd loop of weak arrays). Strongly typed carries are never changed: a mismatch
+  there is an error."""
   from tracejax._src.lax import elementwise
   out, promoted = list(leaves), False
   for i, (x, a, o) in enumerate(zip(leaves, in_avals, out_avals)):
-    if a.weak_type and (a.shape, a.dtype) != (o.shape, o.dtype):
+    if a.weak_type and (a.shape, a.dtype, o.weak_type) != (o.shape, o.dtype, True):
       new_dtype = dtypes.result_type(a, o)
-      if new_dtype != a.dtype:
+      if new_dtype != a.dtype or not o.weak_type:
         out[i] = elementwise.convert_element_type(x, new_dtype)
         promoted = True
   return out, promoted
@@ -541,7 +543,12 @@ scan_p.def_impl(functools.partial(dispatch.apply_primitive, scan_p))
 
 def _scan_abstract_eval(*avals, jaxpr, length, num_consts, num_carry, **_):
   outs = jaxpr.out_avals
-  return list(outs[:num_carry]) + [a.update(shape=(length,) + a.shape) for a in outs[num_carry:]]
+  # As while_loop's (and JAX's), the final carry has the weak type of the initial one
+  # (promoted once by `_promote_weak_carry`), not that of the body's output.
+  # (The JVP and transpose rules call this without operands: the body's types then.)
+  in_carry = avals[num_consts:num_consts + num_carry] if avals else outs[:num_carry]
+  carry = [o.update(weak_type=a.weak_type) for o, a in zip(outs[:num_carry], in_carry)]
+  return carry + [a.update(shape=(length,) + a.shape) for a in outs[num_carry:]]
 
 
 scan_p.def_abstract_eval(_scan_abstract_eval)

@@ -406,6 +406,12 @@ def _linearize_call(jvp_trace, call_jaxpr, primals, tangents):
   known_jaxpr, _ = staging.dce_jaxpr(known_jaxpr)
   with set_current_trace(pe.parent):
     kvals = ir.eval_jaxpr(known_jaxpr, kconsts, *known_in)
+    # A known output the staging inlined as a literal (a 0-d constant: the call
+    # returned an untraced 0-d Array) is a new Array again, of the literal's weak type,
+    # as a jit returns (not the literal's NumPy value).
+    kvals[:len(known_outs)] = [
+        _literal_array(v) if type(v) is ir.Literal else k
+        for v, k in zip(known_jaxpr.outvars, kvals[:len(known_outs)])]
   kvals_it = iter(kvals[len(known_outs):])
   res_vals = [next(kvals_it) if k else r for r, k in zip(res, known_res)]
   with set_current_trace(pe.tangent_trace):
@@ -417,6 +423,11 @@ def _linearize_call(jvp_trace, call_jaxpr, primals, tangents):
   with set_current_trace(pe):
     p_out = _fresh_forwarded(p_out, primals)
   return [jvp_trace._wrap(p, t) for p, t in zip(p_out, t_out)]
+
+
+def _literal_array(lit):
+  from tracejax._src.lax import misc as lax_misc  # (lax registers its rules here)
+  return lax_misc.copy_p.bind(ir._literal_value(lit))
 
 
 def _fresh_forwarded(outs, args):

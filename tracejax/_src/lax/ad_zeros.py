@@ -25,10 +25,22 @@ def _add_any_dtype_rule(x, y):
   return x.dtype
 
 
-ad.add_any_p.def_impl(functools.partial(dispatch.apply_primitive, ad.add_any_p))
+def _add_any_impl(x, y):
+  # Run eagerly, JAX adds two tangents with the usual rule: the sum is weak only when
+  # both are. The abstract eval (traced code) keeps the first operand's type, so a weak
+  # first operand is swapped behind a strong one (the sum is the same).
+  if dtypes.is_weakly_typed(x) and not dtypes.is_weakly_typed(y):
+    x, y = y, x
+  return dispatch.apply_primitive(ad.add_any_p, x, y)
+
+
+ad.add_any_p.def_impl(_add_any_impl)
+# Traced (under jit, and inside JAX's jitted jnp functions), JAX's sum of two tangents
+# has the type of its first operand: the cotangent accumulated first decides whether a
+# weak input's cotangent stays weak (vjp of `x / jnp.median(x)` at a weak x, jitted).
 ad.add_any_p.def_abstract_eval(
     lambda x, y: ShapedArray(_nary_shape_rule("add_any")(x, y), _add_any_dtype_rule(x, y),
-                             x.weak_type and y.weak_type))
+                             x.weak_type))
 ad.deflinear2(ad.add_any_p, lambda ct, x, y: [
     _unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
     _unbroadcast(y.aval, ct) if ad.is_undefined_primal(y) else None])

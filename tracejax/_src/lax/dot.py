@@ -192,7 +192,10 @@ def _dot_general_dtype_rule(lhs, rhs, *, dimension_numbers, precision,
 
 
 def _dot_general_weak_type_rule(lhs, rhs, **params):
-  return params.get("preferred_element_type") is None and lhs.weak_type and rhs.weak_type
+  # JAX's standard rule, even with a preferred_element_type: weak when both operands
+  # are (jnp.dot then converts its result to a strong type; its transpose re-weakens
+  # the cotangent, so the cotangents of weak operands stay weak).
+  return lhs.weak_type and rhs.weak_type
 
 
 def _ranges_like(*xs):
@@ -211,7 +214,8 @@ def _convert_to(x, aval):
   if _aval(x).dtype == aval.dtype:
     return x
   from tracejax._src.lax import elementwise
-  return elementwise.convert_element_type(x, aval.dtype)
+  # A cotangent changing dtype takes the operand's weak type too, as in JAX.
+  return elementwise._convert_element_type(x, aval.dtype, weak_type=aval.weak_type)
 
 
 def _dot_general_transpose_lhs(g, x, y, *, dimension_numbers, precision,

@@ -36,7 +36,14 @@ def einsum(*operands, optimize="greedy", precision=None, preferred_element_type=
     subscripts, arrays = opt_parser.convert_interleaved_input(operands)
     arrays = list(arrays)
   util.check_arraylike_or_list("einsum", *arrays)
-  arrays = [util.to_array(x) for x in util.promote_dtypes(*arrays)]
+  # As JAX's einsum: the operands only change dtype (each keeps its weak type, so no
+  # weak-to-strong conversion whose transpose would re-weaken a cotangent), and the
+  # result is converted to the promoted type at the end (strong with a preferred type).
+  arrays = [util.to_operand(x) for x in arrays]
+  dt, weak = util._result_dtype(arrays) if len(arrays) > 1 else (
+      util.dtype_of(arrays[0]), util.is_weak(arrays[0]))
+  arrays = [util.to_array(x if util.dtype_of(x) == dt else util.convert(x, dt, util.is_weak(x)))
+            for x in arrays]
   if optimize is True or optimize is None:
     optimize = "optimal" if optimize is True else "greedy"
   elif optimize is False:
@@ -58,7 +65,9 @@ def einsum(*operands, optimize="greedy", precision=None, preferred_element_type=
       raise NotImplementedError(f"einsum: contraction of {len(ops)} operands at once")
     arrays.append(result)
   assert len(arrays) == 1
-  return arrays[0]
+  if preferred_element_type is not None:
+    return util.convert(arrays[0], util.dtype_of(arrays[0]), False)
+  return util.convert(arrays[0], dt, weak)
 
 
 def einsum_path(subscripts, *operands, optimize="greedy"):

@@ -49,6 +49,10 @@ def gcd(x1, x2):
   """
   x1, x2 = _integer_args("gcd", x1, x2)
   x1, x2 = ufuncs.absolute(x1), ufuncs.absolute(x2)
+  if util.ndim(x1) and util.is_weak(x1):
+    # JAX's Euclid step takes its zero from lax's `_const`, weak only for a weak
+    # scalar, so its loop (and gcd/lcm) of weak arrays of rank >= 1 is strong.
+    x1, x2 = (util.convert(x, util.dtype_of(x), False) for x in (x1, x2))
   zero = creation.zeros_like(x2)
   one = creation.ones_like(x2)
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.core.trace import concrete_or_error
+from tracejax._src.lax import structural
 from tracejax._src.numpy import creation, linalg, math_extra, reductions, shape_ops, ufuncs, util
 
 
@@ -44,9 +45,15 @@ def polyval(p, x, *, unroll=16):
   p, x = util.to_array(p), util.to_array(x)
   if util.ndim(p) == 0:
     raise ValueError("polyval: p must be at least one-dimensional")
-  y = creation.zeros_like(x)
-  for i in range(util.shape(p)[0]):
-    y = ufuncs.add(ufuncs.multiply(y, x), p[i])
+  # Horner's sum starts from zeros of x's dtype given explicitly (strong, as JAX's
+  # full_like with a dtype), so the value is strongly typed even for weak p and x.
+  y = creation.zeros(util.broadcast_shapes(util.shape(p)[1:], util.shape(x)), util.dtype_of(x))
+  n = util.shape(p)[0]
+  # The coefficients as one lax.split (JAX scans over them): its transpose concatenates
+  # their cotangents, which then keep p's weak type (single slices' pads would not).
+  coeffs = structural.split(p, (1,) * n, 0) if n else ()
+  for c in coeffs:
+    y = ufuncs.add(ufuncs.multiply(y, x), util.reshape(c, util.shape(p)[1:]))
   return y
 
 

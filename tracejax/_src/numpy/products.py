@@ -16,6 +16,30 @@ def _operands(fun_name, a, b):
   return util.to_array(a), util.to_array(b)
 
 
+def _contraction_operands(fun_name, a, b):
+  """`a`, `b` in their common dtype for one dot_general, each keeping its weak type.
+
+  JAX's dot, matmul and tensordot hand dot_general the operands as they are (their
+  common dtype as its preferred type): no weak-to-strong conversion is staged, so the
+  cotangent of a weak operand next to a strong one comes back strong from dot_general's
+  transpose; the product is weak only when both operands are."""
+  util.check_arraylike_or_list(fun_name, a, b)
+  a, b = util.to_operand(a), util.to_operand(b)
+  dt, weak = util._result_dtype([a, b])
+  a, b = (x if util.dtype_of(x) == dt else util.convert(x, dt, util.is_weak(x))
+          for x in (a, b))
+  return util.to_array(a), util.to_array(b), dt, weak
+
+
+def _contraction_result(out, dt, weak, preferred_element_type):
+  """The product in the operands' promoted type (weak when they promote to a weak type,
+  an integer array with a Python float), or strong in the preferred_element_type, as
+  JAX converts dot_general's result."""
+  if preferred_element_type is not None:
+    return util.convert(out, util.dtype_of(out), False)
+  return util.convert(out, dt, weak)
+
+
 def _dot_general(a, b, contract, batch, precision, preferred_element_type=None):
   return lax_dot.dot_general(a, b, (contract, batch), precision=precision,
                              preferred_element_type=preferred_element_type)
@@ -30,15 +54,17 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     return sharding_explicit.with_out_sharding(lambda: dot(
         a, b, precision=precision, preferred_element_type=preferred_element_type),
         out_sharding, "dot")
-  a, b = _operands("dot", a, b)
-  if util.ndim(a) == 0 or util.ndim(b) == 0:
-    return ufuncs.multiply(a, b)
+  a, b, dt, weak = _contraction_operands("dot", a, b)
   a_nd, b_nd = util.ndim(a), util.ndim(b)
+  if a_nd == 0 or b_nd == 0:  # a product with nothing contracted (JAX's dot_general too)
+    return _contraction_result(lax_dot.dot_general(
+        a, b, (((), ()), ((), ())), precision=precision,
+        preferred_element_type=preferred_element_type), dt, weak, preferred_element_type)
   b_axis = 0 if b_nd == 1 else b_nd - 2
   _check_contract("dot", util.shape(a)[-1], util.shape(b)[b_axis], a, b)
   out = lax_dot.dot_general(a, b, (((a_nd - 1,), (b_axis,)), ((), ())), precision=precision,
                             preferred_element_type=preferred_element_type)
-  return out
+  return _contraction_result(out, dt, weak, preferred_element_type)
 
 
 def _check_contract(name, n, m, a, b):
@@ -55,7 +81,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     return sharding_explicit.with_out_sharding(lambda: matmul(
         a, b, precision=precision, preferred_element_type=preferred_element_type),
         out_sharding, "matmul")
-  a, b = _operands("matmul", a, b)
+  a, b, dt, weak = _contraction_operands("matmul", a, b)
   a_nd, b_nd = util.ndim(a), util.ndim(b)
   if a_nd == 0 or b_nd == 0:
     raise ValueError(f"matmul: Input operand does not have enough dimensions, got shapes "
@@ -70,7 +96,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     # lowers with transposes and copies of the activations (issue 14).
     kb = 0 if b_vec else b_nd - 2
     _check_contract("matmul", a_shape[-1], b_shape[kb], a, b)
-    return lax_dot.dot_general(a, b, (((a_nd - 1,), (kb,)), ((), ())), **kw)
+    return _contraction_result(lax_dot.dot_general(
+        a, b, (((a_nd - 1,), (kb,)), ((), ())), **kw), dt, weak, preferred_element_type)
   _check_contract("matmul", a_shape[-1], b_shape[-2], a, b)
   a_batch, b_batch = a_shape[:-2], b_shape[:-2]
   if not b_batch:
@@ -88,24 +115,28 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     nb = len(batch)
     out = lax_dot.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
                               **kw)
-  return out
+  return _contraction_result(out, dt, weak, preferred_element_type)
 
 
 def vdot(a, b, *, precision=None):
   """The dot product of the flattened arrays, conjugating `a` if it is complex."""
-  a, b = _operands("vdot", a, b)
-  if ufuncs.iscomplexobj(a):
+  util.check_arraylike_or_list("vdot", a, b)
+  a, b = util.to_array(util.to_operand(a)), util.to_array(util.to_operand(b))
+  if ufuncs.iscomplexobj(a):  # (dot promotes the two; see _contraction_operands)
     a = lax_ew.conj(a)
   return dot(shape_ops.ravel(a), shape_ops.ravel(b), precision=precision)
 
 
 def inner(a, b, *, precision=None):
   """The sum product over the last axes of `a` and `b`."""
-  a, b = _operands("inner", a, b)
   if util.ndim(a) == 0 or util.ndim(b) == 0:
+    a, b = _operands("inner", a, b)
     return ufuncs.multiply(a, b)
+  a, b, dt, weak = _contraction_operands("inner", a, b)
   _check_contract("inner", util.shape(a)[-1], util.shape(b)[-1], a, b)
-  return _dot_general(a, b, ((util.ndim(a) - 1,), (util.ndim(b) - 1,)), ((), ()), precision)
+  return _contraction_result(
+      _dot_general(a, b, ((util.ndim(a) - 1,), (util.ndim(b) - 1,)), ((), ()), precision),
+      dt, weak, None)
 
 
 def outer(a, b, out=None):
@@ -132,7 +163,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
         lambda: tensordot(a, b, axes, precision=precision,
                           preferred_element_type=preferred_element_type),
         out_sharding, "tensordot")
-  a, b = _operands("tensordot", a, b)
+  a, b, dt, weak = _contraction_operands("tensordot", a, b)
   a_nd, b_nd = util.ndim(a), util.ndim(b)
   if isinstance(axes, (int, np.integer)):
     n = int(axes)
@@ -157,7 +188,9 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
     if util.shape(a)[i] != util.shape(b)[j]:
       raise TypeError(f"tensordot: shape mismatch on contracted axes {i} of {util.shape(a)} "
                       f"and {j} of {util.shape(b)}")
-  return _dot_general(a, b, (ca, cb), ((), ()), precision, preferred_element_type)
+  return _contraction_result(_dot_general(a, b, (ca, cb), ((), ()), precision,
+                                          preferred_element_type),
+                             dt, weak, preferred_element_type)
 
 
 def kron(a, b):
@@ -258,5 +291,18 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
   """The sum along the `offset` diagonal of the axes (axis1, axis2)."""
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
-  return reductions.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+  util.check_arraylike("trace", a)
+  a = util.to_array(a)
+  nd = util.ndim(a)
+  ax1, ax2 = (util.canonicalize_axis(ax, nd) for ax in (axis1, axis2))
+  if ax1 == ax2:
+    raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2}")
+  offset = util.concrete_int(offset, "'offset' argument of jnp.trace")
+  n, m = util.shape(a)[ax1], util.shape(a)[ax2]
+  a = shape_ops.moveaxis(a, (ax1, ax2), (-2, -1))
+  # As JAX: everything off the diagonal masked to zero, then the last two axes summed
+  # (no strided slice, whose transpose would make a weak array's cotangent strong).
+  from tracejax._src.numpy import creation  # (creation imports this module)
+  a = ufuncs.where(creation.eye(n, m, k=offset, dtype=bool), a, creation.zeros_like(a))
+  return reductions.sum(a, axis=(-2, -1), dtype=dtype)
 

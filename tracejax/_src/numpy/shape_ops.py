@@ -411,6 +411,8 @@ def rot90(m, k=1, axes=(0, 1)):
 def roll(a, shift, axis=None):
   """Roll elements along `axis` by `shift` (a traced shift works through dynamic_slice)."""
   a = _arr(a, "roll")
+  if axis is not None and util.ndim(a) == 0:  # (canonicalize_axis lets axis 0 through)
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
   if axis is None:
     return reshape(roll(ravel(a), shift, 0), util.shape(a))
   axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
@@ -445,11 +447,18 @@ def _roll_one(a, shift, axis):
     doubled = structural.concatenate([a, a], axis)
     from tracejax._src.lax import slicing as lax_slicing  # (not needed at import)
     return lax_slicing.dynamic_slice_in_dim(doubled, start, n, axis)
-  shift = int(shift) % n
-  if shift == 0:
-    return a
-  return structural.concatenate([_slice_axis(a, axis, n - shift, n),
-                                 _slice_axis(a, axis, 0, n - shift)], axis)
+  # Two static slices joined, even for a zero shift (one slice is then empty), as in
+  # JAX: the slices' transposes (pads with a strong zero) make the cotangent of a weak
+  # array of rank >= 1 strong, as JAX's is (vjp of jnp.roll and fft.fftshift).
+  start = -int(shift) % n
+  from tracejax._src.lax import slicing as lax_slicing  # (not needed at import)
+  nd = util.ndim(a)
+  pieces = []
+  for lo, hi in ((start, n), (0, start)):
+    starts, limits = [0] * nd, list(util.shape(a))
+    starts[axis], limits[axis] = lo, hi
+    pieces.append(lax_slicing.slice(a, starts, limits))
+  return structural.concatenate(pieces, axis)
 
 
 def _is_concrete(x):
@@ -493,7 +502,12 @@ def _split(name, ary, indices_or_sections, axis, equal):
     idx = [util.concrete_int(i, f"'indices_or_sections' of jnp.{name}")
            for i in np.asarray(indices_or_sections).tolist()]
     bounds = [0] + [min(max(i + n if i < 0 else i, 0), n) for i in idx] + [n]
-  out = []
+  sizes = np.diff(bounds).tolist()
+  if bounds[0] == 0 and bounds[-1] == n and min(sizes, default=0) >= 0:
+    # One lax.split, as in JAX (its transpose concatenates the pieces' cotangents, so
+    # a weak array's cotangent stays weak, where slices' pads would make it strong).
+    return list(structural.split(ary, sizes, axis))
+  out = []  # indices out of order: NumPy's overlapping/empty pieces, one slice each
   for lo, hi in zip(bounds[:-1], bounds[1:]):
     out.append(_slice_axis(ary, axis, lo, max(lo, hi)))
   return out

@@ -939,9 +939,11 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
   info = dtypes.finfo(dt)
   posinf = info.max if posinf is None else posinf
   neginf = info.min if neginf is None else neginf
-  out = _select(isnan(x), util.convert(nan, dt, False), x)
-  out = _select(isposinf(out), util.convert(posinf, dt, False), out)
-  return _select(isneginf(out), util.convert(neginf, dt, False), out)
+  # jnp.where (it promotes): a weak `x` meets the strong replacements as in JAX, so
+  # its cotangent comes back weak through the weak-to-strong conversion's transpose.
+  out = _where(isnan(x), util.convert(nan, dt, False), x)
+  out = _where(isposinf(out), util.convert(posinf, dt, False), out)
+  return _where(isneginf(out), util.convert(neginf, dt, False), out)
 
 
 # ---- mantissa and exponent ----

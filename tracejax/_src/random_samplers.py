@@ -36,8 +36,9 @@ __all__ = [
 
 
 def _softmax(x, axis=-1):
-  # jax.nn.softmax: the max is a constant for the derivative.
-  x_max = jnp.max(x, axis, keepdims=True)
+  # jax.nn.softmax: the max is a constant for the derivative; initial=-inf (as there)
+  # lets an empty axis through: dirichlet of a (..., 0) alpha is empty, not an error.
+  x_max = jnp.max(x, axis, keepdims=True, initial=-np.inf)
   unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
   return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
 

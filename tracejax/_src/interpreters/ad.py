@@ -422,12 +422,30 @@ def _linearize_call(jvp_trace, call_jaxpr, primals, tangents):
   p_out, t_out = final[:len(ps)], final[len(ps):]
   with set_current_trace(pe):
     p_out = _fresh_forwarded(p_out, primals)
+    # A tangent the call passes through unchanged is a copy in the linear map, as the
+    # call's own linear (or transposed) program returns new Arrays of canonical dtype
+    # (not the host tangent or cotangent the caller passed in).
+    t_out = [_device_copy(t) if type(t) is not Zero and any(t is x for x in tangents)
+             and _aval_of(t).dtype != dtypes.float0 else t for t in t_out]
   return [jvp_trace._wrap(p, t) for p, t in zip(p_out, t_out)]
 
 
 def _literal_array(lit):
+  return _host_copy(ir._literal_value(lit))
+
+
+def _device_copy(x):
   from tracejax._src.lax import misc as lax_misc  # (lax registers its rules here)
-  return lax_misc.copy_p.bind(ir._literal_value(lit))
+  return lax_misc.copy_p.bind(x)
+
+
+def _host_copy(x):
+  """A new Array holding host value `x`, as a jit returns it; a float0 value (which
+  has no XLA type, and which a jit makes on the host) is new host zeros instead, so
+  that it never reaches the device."""
+  if _aval_of(x).dtype == dtypes.float0:
+    return x if isinstance(x, Tracer) else np.zeros(np.shape(x), dtypes.float0)
+  return _device_copy(x)
 
 
 def _fresh_forwarded(outs, args):
@@ -441,8 +459,7 @@ def _fresh_forwarded(outs, args):
       while isinstance(inner, Tracer):
         inner = getattr(inner, "val", getattr(inner, "primal", None))
       if isinstance(inner, (np.ndarray, np.generic)) or type(inner) in (int, float, complex):
-        from tracejax._src.lax import misc as lax_misc  # (lax registers its rules here)
-        o = lax_misc.copy_p.bind(o)
+        o = _host_copy(o)
     res.append(o)
   return res
 

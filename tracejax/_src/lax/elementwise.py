@@ -1119,8 +1119,9 @@ def _convert_element_type(operand, new_dtype=None, weak_type=False):
     new_dtype = dtypes.python_scalar_dtypes[new_dtype]
   new_dtype = dtypes.canonicalize_dtype(np.dtype(new_dtype))
   if new_dtype == dtypes.float0:
-    raise TypeError("convert_element_type cannot convert to float0: float0 arrays have no "
-                    "values")
+    # float0 holds no data and XLA has no such type: as in JAX, the result is host
+    # zeros of the operand's shape (a constant under jit), never a device array.
+    return np.zeros(tuple(getattr(operand, "shape", np.shape(operand))), dtypes.float0)
   old_dtype = _dtype(operand)
   if (dtypes.issubdtype(old_dtype, np.complexfloating)
       and not dtypes.issubdtype(new_dtype, np.complexfloating)):

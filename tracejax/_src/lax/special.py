@@ -344,33 +344,37 @@ def _igamma_impl(a, x):
   log_ax = _igamma_log_prefactor(a, x)
   underflow = lt(log_ax, _const(x, -np.log(_finfo(x).max)))
   ax = exp(log_ax)
-  enabled = not_(_any_of(x_zero, bad, underflow, x_inf, a_zero))
+  # No special case for a == 0 < x (as in JAX 0.10.2): lgamma(0) = inf underflows the
+  # prefactor, so the disabled series gives 0/0 = NaN for x < 1 and the fraction
+  # 1 - 0 = 1 for x >= 1 (scipy's P(0, x) = 1 would disagree with JAX below 1).
+  enabled = not_(_any_of(x_zero, bad, underflow, x_inf))
   out = select(use_fraction,
                sub(_const(x, 1), _igammac_continued_fraction(
                    ax, x, a, and_(enabled, use_fraction), "value")),
                _igamma_series(ax, x, a, and_(enabled, not_(use_fraction)), "value"))
   out = select(x_zero, _zeros(out), out)
-  out = select(or_(x_inf, a_zero), _ones(out), out)  # P(0, x > 0) = 1
+  out = select(x_inf, _ones(out), out)
   return select(bad, _full_like(out, np.nan), out)
 
 
 def _igammac_impl(a, x):
   x_zero, x_inf = eq(x, _const(x, 0)), eq(x, _const(x, np.inf))
-  a_zero, a_inf = eq(a, _const(a, 0)), eq(a, _const(a, np.inf))
+  a_zero = eq(a, _const(a, 0))
   bad = _any_of(lt(x, _const(x, 0)), lt(a, _const(a, 0)), and_(a_zero, x_zero),
-                _isnan(a), _isnan(x), and_(a_inf, x_inf))
+                _isnan(a), _isnan(x))
   use_series = or_(lt(x, _const(x, 1)), lt(x, a))
   log_ax = _igamma_log_prefactor(a, x)
   underflow = lt(log_ax, _const(x, -np.log(_finfo(x).max)))
   ax = exp(log_ax)
-  enabled = not_(_any_of(bad, underflow, x_inf, a_zero, a_inf))
+  # No case for a = inf (as in JAX 0.10.2): its prefactor is inf*log(x) - inf, NaN for
+  # finite x, so Q(inf, x) is NaN, while Q(a, inf) = 0 for every a, inf included.
+  enabled = not_(_any_of(bad, underflow, x_inf, a_zero))
   out = select(use_series,
                sub(_const(x, 1), _igamma_series(ax, x, a, and_(enabled, use_series),
                                                 "value")),
                _igammac_continued_fraction(ax, x, a, and_(enabled, not_(use_series)),
                                            "value"))
   out = select(or_(x_inf, a_zero), _zeros(out), out)
-  out = select(a_inf, _ones(out), out)
   return select(bad, _full_like(out, np.nan), out)
 
 

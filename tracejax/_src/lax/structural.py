@@ -747,6 +747,8 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
     dtypes.check_user_dtype_supported(dtype, "full")
   weak_type = dtype is None and dtypes.is_weakly_typed(fill_value)
   dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else _aval(fill_value).dtype)
+  if dtype == dtypes.float0:   # no data, no XLA type: host zeros, as in JAX
+    return np.zeros(shape, dtypes.float0)
   return broadcast(_convert(fill_value, dtype, weak_type), shape)
 
 

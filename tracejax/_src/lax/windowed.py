@@ -38,7 +38,7 @@ from tracejax._src.lax.convolution import (_conv_general_vjp_lhs_padding, _dilat
 from tracejax._src.lax.reductions import (_get_max_identity, _get_min_identity,
                                           _reduction_jaxpr, _scalar_type)
 from tracejax._src.lax.structural import (_aval, _canonicalize_axes, _int_tuple, _shape,
-                                          concatenate, pad, rev)
+                                          concatenate, full_like, pad, rev)
 from tracejax._src.lax.utils import standard_primitive
 
 __all__ = [
@@ -644,13 +644,58 @@ mlir.register_lowering(select_and_scatter_add_p, _select_and_scatter_add_lowerin
 # Cumulative reductions: cumsum, cumprod, cummax, cummin, cumlogsumexp
 # =============================================================================
 
+def _const(x, value):
+  return np.array(value, _aval(x).dtype)
+
+
 def _logaddexp(x, y):
-  """log(exp(x) + exp(y)) without overflow (lax only: numpy is a layer below)."""
+  """log(exp(x) + exp(y)) without overflow (lax only: numpy is a layer above)."""
   amax = ew.max(x, y)
+  if dtypes.is_complex(_aval(x).dtype):
+    # amax is the larger by lax.max's lexicographic order; exp(x + y - 2 amax) (the
+    # other one over amax) then has modulus <= 1. The imaginary part comes back into
+    # [-pi, pi) as in JAX (which computes complex cumlogsumexp too).
+    out = ew.add(amax, ew.log1p(ew.exp(ew.sub(ew.add(x, y), ew.mul(amax, _const(amax, 2))))))
+    im = ew.imag(out)
+    pi, two_pi = _const(im, np.pi), _const(im, 2 * np.pi)
+    r = ew.rem(ew.add(im, pi), two_pi)
+    r = ew.select(ew.lt(r, _const(r, 0)), ew.add(r, two_pi), r)
+    return ew.complex(ew.real(out), ew.sub(r, pi))
   delta = ew.sub(x, y)
   # delta is NaN when both are the same infinity: the answer is then that infinity.
   return ew.select(ew.ne(delta, delta), ew.add(x, y),
                    ew.add(amax, ew.log1p(ew.exp(ew.neg(ew.abs(delta))))))
+
+
+def _posinf_to_zero(x):
+  re = ew.real(x) if dtypes.is_complex(_aval(x).dtype) else x
+  return ew.select(ew.eq(re, _const(re, np.inf)), full_like(x, 0), x)
+
+
+def _logaddexp_jvp(primals, tangents):
+  # The tangent is the softmax-weighted sum exp(x_i - out) t_i (+inf zeroed first, so
+  # that inf - inf gives weight 1): JAX's rule for its logaddexp, whose rounding (f16,
+  # bf16) and infinities the derivatives of cumlogsumexp then share.
+  x, y = primals
+  tx, ty = tangents
+  out = _logaddexp(x, y)
+  fout = _posinf_to_zero(out)
+  wx = ew.exp(ew.sub(_posinf_to_zero(x), fout))
+  wy = ew.exp(ew.sub(_posinf_to_zero(y), fout))
+  return out, ew.add(ew.mul(tx, wx), ew.mul(ty, wy))
+
+
+_logaddexp_custom_jvp = None
+
+
+def _logaddexp_with_jvp(x, y):
+  """`_logaddexp` as a custom_jvp (made on first use: custom_derivatives sits above lax)."""
+  global _logaddexp_custom_jvp
+  if _logaddexp_custom_jvp is None:
+    from tracejax._src.custom_derivatives import custom_jvp
+    _logaddexp_custom_jvp = custom_jvp(_logaddexp)
+    _logaddexp_custom_jvp.defjvp(_logaddexp_jvp)
+  return _logaddexp_custom_jvp(x, y)
 
 
 def _interleave(a, b, axis):
@@ -714,6 +759,11 @@ def _cumred_shape_rule(x, *, axis, reverse):
 
 def _cumred_dtype_rule(name, accepted):
   def rule(x, **_):
+    # JAX's words for a non-number (bool); cumlogsumexp then also refuses integers
+    # (JAX fails there converting its -inf init value).
+    if not dtypes.issubdtype(x.dtype, np.number):
+      raise TypeError(f"{name} does not accept dtype {x.dtype.name}. Accepted dtypes "
+                      "are subtypes of number.")
     utils.check_dtypes(name, accepted, x)
     return x.dtype
   return rule
@@ -824,9 +874,11 @@ def _reduce_window_logaddexp(operand, window_dimensions, window_strides, padding
                        window_dimensions, window_strides, padding)
 
 
-cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", utils._float,
+# Complex operands are accepted, as in JAX; integer ones stay an error (where JAX
+# fails converting its -inf init value: see tools/fuzz_vs_jax.py).
+cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", utils._inexact,
                                        _reduce_window_logaddexp)
-ad.primitive_jvps[cumlogsumexp_p] = _cumulative_jvp_rule(_logaddexp)
+ad.primitive_jvps[cumlogsumexp_p] = _cumulative_jvp_rule(_logaddexp_with_jvp)
 
 
 # =============================================================================

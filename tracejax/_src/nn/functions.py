@@ -161,12 +161,14 @@ def mish(x):
 def squareplus(x, b=4):
   r"""Squareplus activation function: :math:`(x + \sqrt{x^2 + b}) / 2`.
 
-  For x < 0 the equal form :math:`b / (2 (\sqrt{x^2 + b} - x))` is used: the textbook
-  sum cancels catastrophically there (squareplus(-1000) would lose every digit in
-  float32).
+  Evaluated literally, as JAX does, so results agree with it bit for bit: large
+  negative x cancels to 0 (e.g. float32 squareplus(-1e5) is 0) and x = -inf, or an
+  x whose square overflows, gives NaN (-inf + inf).
   """
-  root = jnp.sqrt(jnp.square(x) + b)
-  return jnp.where(x >= 0, (x + root) / 2, b / (2 * (root - x)))
+  x = jnp.asarray(x)
+  if not dtypes.issubdtype(x.dtype, np.inexact):
+    x = x.astype(dtypes.to_inexact_dtype(x.dtype))
+  return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
 @functools.partial(jit, static_argnames=("approximate",))

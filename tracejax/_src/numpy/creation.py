@@ -177,6 +177,8 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     return _placed(out, device, out_sharding, "full", True)
   shape = _shape_arg(shape, "full")
   dt = util.check_dtype(dtype, "full")
+  if dt is not None and np.dtype(dt) == dtypes.float0:   # no data, no XLA type (as JAX)
+    return np.zeros(shape, dtypes.float0)
   if util.ndim(fill_value):
     return util.broadcast_to(asarray(fill_value, dt), shape)
   weak = dt is None and util.is_weak(fill_value)
@@ -352,6 +354,8 @@ def _full_like(a, fill_value, dtype, shape, device, out_sharding, fun_name):
     weak = dt is None and util.is_weak(a)
   shp = a_shape if shape is None else _shape_arg(shape, "full_like")
   dt = dt if dt is not None else a_dtype
+  if np.dtype(dt) == dtypes.float0:   # no data, no XLA type: host zeros (as JAX)
+    return np.zeros(shp, dtypes.float0)
   if util.ndim(fill_value):
     out = util.broadcast_to(asarray(fill_value, dt), shp)
   else:

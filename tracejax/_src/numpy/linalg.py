@@ -19,6 +19,7 @@ import numpy as np
 from tracejax._src import dtypes
 from tracejax._src.control_flow.solves import custom_linear_solve
 from tracejax._src.custom_derivatives import custom_jvp
+from tracejax._src.jit import inline_jit
 from tracejax._src.lax import elementwise as lax_ew
 from tracejax._src.lax import linalg as lax_linalg
 from tracejax._src.lax import misc as lax_misc
@@ -246,7 +247,7 @@ def _half_precision_small(a, max_n):
   """The dtype of a float16/bfloat16 `a` whose matrices are at most max_n square.
 
   LAPACK has no half-precision LU, but JAX 0.10.2 evaluates det of such matrices
-  up to 3x3 (and slogdet up to 2x2) without one; we compute those in float32 and
+  up to 3x3 without one; we compute those in float32 and
   round back. Larger ones keep lu's TypeError (JAX: NotImplementedError).
   """
   dt = util.dtype_of(a)
@@ -321,10 +322,59 @@ def slogdet(a, *, method=None):
     raise ValueError(f"Unknown slogdet method {method!r}; only 'lu' is supported.")
   a, = _inexact("jnp.linalg.slogdet", a)
   _check_matrix("jnp.linalg.slogdet", a, square=True)
-  half = _half_precision_small(a, 2)
-  if half is not None:
-    sign, logdet = slogdet(util.convert(a, np.float32))
-    return SlogdetResult(util.convert(sign, half), util.convert(logdet, half))
+  return SlogdetResult(*_slogdet(a))
+
+
+@inline_jit
+def _slogdet(a):
+  # One compiled program, as JAX's jitted slogdet: XLA's fused log then rounds as JAX's.
+  if util.shape(a)[-1] in (1, 2):
+    return _slogdet_small(a)
+  return _slogdet_lu(a)
+
+
+@custom_jvp
+def _slogdet_small(a):
+  # 1x1 and 2x2 matrices take the closed-form determinant, no LU (as JAX 0.10.2): its
+  # values (float16 too, where LAPACK has no LU), and its derivative below, are JAX's.
+  if util.shape(a)[-1] == 1:
+    det = a[..., 0, 0]
+  else:
+    det = ufuncs.subtract(ufuncs.multiply(a[..., 0, 0], a[..., 1, 1]),
+                          ufuncs.multiply(a[..., 0, 1], a[..., 1, 0]))
+  return ufuncs.sign(det), ufuncs.real(ufuncs.log(ufuncs.abs(det)))
+
+
+@_slogdet_small.defjvp
+def _slogdet_small_jvp(primals, tangents):
+  # tr(A^-1 dA) in closed form: dA00 / A00, or tr(adj(A) dA) / det(A) for 2x2.
+  a, = primals
+  da, = tangents
+  sign, logdet = _slogdet_small(a)
+  if util.shape(a)[-1] == 1:
+    t = ufuncs.divide(da[..., 0, 0], a[..., 0, 0])
+  else:
+    a00, a01, a10, a11 = a[..., 0, 0], a[..., 0, 1], a[..., 1, 0], a[..., 1, 1]
+    det = ufuncs.subtract(ufuncs.multiply(a00, a11), ufuncs.multiply(a01, a10))
+    num = ufuncs.add(ufuncs.subtract(ufuncs.subtract(
+        ufuncs.multiply(da[..., 0, 0], a11), ufuncs.multiply(da[..., 0, 1], a10)),
+        ufuncs.multiply(da[..., 1, 0], a01)), ufuncs.multiply(da[..., 1, 1], a00))
+    t = ufuncs.divide(num, det)
+  return (sign, logdet), _slogdet_tangents(a, sign, t)
+
+
+def _slogdet_tangents(a, sign, t):
+  """(sign, logabsdet) tangents from t = tr(A^-1 dA): the real sign's is zero (it is
+  piecewise constant); a complex sign turns with the imaginary part of t."""
+  if _is_complex(a):
+    sign_dot = ufuncs.multiply(ufuncs.subtract(t, ufuncs.real(t).astype(util.dtype_of(t))),
+                               sign)
+    return sign_dot, ufuncs.real(t)
+  return creation.zeros_like(sign), t
+
+
+@custom_jvp
+def _slogdet_lu(a):
   a, diag, parity = _lu_parts("jnp.linalg.slogdet", a)
   dt = util.dtype_of(a)
   is_zero = reductions.any(ufuncs.equal(diag, 0), axis=-1)
@@ -339,7 +389,20 @@ def slogdet(a, *, method=None):
   logdet = reductions.sum(ufuncs.log(abs_diag), axis=-1)
   sign = ufuncs.where(is_zero, creation.zeros((), dt), sign)
   logdet = ufuncs.where(is_zero, creation.full((), -np.inf, _real_dtype(a)), logdet)
-  return SlogdetResult(sign, logdet)
+  return sign, logdet
+
+
+@_slogdet_lu.defjvp
+def _slogdet_jvp(primals, tangents):
+  # d log|det A| = Re tr(A^-1 dA), taken as one solve whatever A (as JAX does, rather
+  # than differentiating through the LU factors: a singular batch member then spoils
+  # only its own entries). The real sign's derivative is zero (it is piecewise
+  # constant); a complex sign turns with the imaginary part of that trace.
+  a, = primals
+  da, = tangents
+  sign, logdet = _slogdet_lu(a)
+  t = products.trace(solve(a, da), axis1=-2, axis2=-1)
+  return (sign, logdet), _slogdet_tangents(a, sign, t)
 
 
 # ---- solving ----

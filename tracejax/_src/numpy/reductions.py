@@ -306,7 +306,10 @@ def _nan_replaced(a, value):
   a = util.to_array(a)
   if not dtypes.is_inexact(util.dtype_of(a)):
     return a
-  return ufuncs.where(ufuncs.isnan(a), util.convert(value, util.dtype_of(a), False), a)
+  # The fill keeps `a`'s weak type so nancumsum(1.5, axis=0) is still the weak 0-d
+  # value that the cumulative reductions treat as a vector (as JAX, which fills after).
+  fill = util.convert(value, util.dtype_of(a), util.is_weak(a))
+  return ufuncs.where(ufuncs.isnan(a), fill, a)
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
@@ -385,10 +388,15 @@ def _cumulative(name, a, axis, dtype, op, identity, promote_bool):
   """
   util.check_arraylike_or_list(name, a)
   a = util.to_array(a)
-  if axis is None:
+  if axis is None or (util.ndim(a) == 0 and util.is_weak(a)):
+    # JAX flattens when axis is None, and also treats a weakly typed 0-d value (a
+    # Python int/float/complex, or a tracer of one) as a 1-element vector, so
+    # cumsum(1.5, axis=0) is [1.5]. A strong 0-d array (np.float32, a Python bool)
+    # keeps its 0 dimensions and any axis is out of bounds.
     a = util.reshape(a, (int(np.prod(util.shape(a), dtype=np.int64)),))
-    axis = 0
-  elif util.ndim(a) == 0:  # JAX 0.10.2: a 0-d array has no axis to scan along
+    if axis is None:
+      axis = 0
+  elif util.ndim(a) == 0:
     raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
   axis = util.canonicalize_axis(axis, util.ndim(a))
   dt = util.check_dtype(dtype, name)
@@ -479,24 +487,30 @@ def nancumprod(a, axis=None, dtype=None, out=None):
   return cumprod(_nan_replaced(a, 1), axis, dtype, out)
 
 
-def _cumulative_api(name, x, axis, dtype, include_initial, fn, identity):
+def _cumulative_api(name, x, axis, dtype, include_initial, fn, identity, what,
+                    promote_ints):
   """The array API's cumulative_sum/prod: axis required above 1-D, optional leading
-  identity, and small integers accumulate in the default integer type (as `sum`)."""
+  identity. With no dtype, cumulative_sum accumulates small integers in the default
+  (u)int type, as `sum` does, but cumulative_prod keeps them (JAX 0.10.2: uint16 in,
+  uint16 out); bools become the default int in both."""
   util.check_arraylike(name, x)
   x = util.to_array(x)
   nd = util.ndim(x)
   if nd == 0:
-    raise ValueError(f"{name}: the input must be non-scalar to take a cumulative "
-                     "reduction, but a scalar was given")
+    raise ValueError(f"The input must be non-scalar to take a cumulative {what}, however "
+                     "a scalar value or scalar array was given.")
   if axis is None:
     if nd > 1:
-      raise ValueError(f"{name}: the input has rank {nd}, so `axis` must be given "
-                       "explicitly (it is only optional for one-dimensional arrays)")
+      raise ValueError(f"The input array has rank {nd}, however axis was not set to an "
+                       "explicit value. The axis argument is only optional for "
+                       "one-dimensional arrays.")
     axis = 0
   axis = util.canonicalize_axis(axis, nd)
   dt = util.check_dtype(dtype, name)
   if dt is None:
-    dt = _promote_integer(util.dtype_of(x))
+    dt = util.dtype_of(x)
+    if promote_ints or dt == np.bool_:
+      dt = _promote_integer(dt)
   out = fn(util.convert(x, dt, False), axis=axis, dtype=dt)
   if include_initial:
     shp = list(util.shape(out))
@@ -520,7 +534,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
   DeviceArray([0, 1, 3, 6], dtype=int32)
   """
   return _cumulative_api("cumulative_sum", x, axis, dtype, include_initial, cumsum,
-                         _sum_identity)
+                         _sum_identity, "sum", True)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
@@ -529,14 +543,15 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
   Args:
     x: array with at least one dimension.
     axis: required when `x` has more than one dimension.
-    dtype: accumulation and result dtype (default: as `prod`).
+    dtype: accumulation and result dtype (default: the input's; bools count in the
+      default integer type).
     include_initial: start the result with the empty product (a one).
 
   >>> cumulative_prod(jnp.array([1, 2, 3]))
   DeviceArray([1, 2, 6], dtype=int32)
   """
   return _cumulative_api("cumulative_prod", x, axis, dtype, include_initial, cumprod,
-                         _prod_identity)
+                         _prod_identity, "product", False)
 
 
 cumproduct = cumprod

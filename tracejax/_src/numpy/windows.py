@@ -2,6 +2,7 @@
 import numpy as np
 
 from tracejax._src import dtypes
+from tracejax._src.jit import jit
 from tracejax._src.lax import special as lax_special
 from tracejax._src.numpy import creation, ufuncs, util
 
@@ -60,14 +61,41 @@ def kaiser(M, beta):
   return ufuncs.true_divide(_i0(arg), _i0(beta))
 
 
+def _i0_plain(x):
+  abs_x = ufuncs.abs(x)
+  return ufuncs.multiply(ufuncs.exp(abs_x), lax_special.bessel_i0e(abs_x))
+
+
+def _i0_jvp(primals, tangents):
+  # Differentiating exp(|x|) * i0e(|x|) as written gives slope 1 at x = 0 (abs's
+  # tangent there is +1); I0 is even, so JAX zeroes the tangent where x == 0.
+  from tracejax._src.api import jvp  # (api imports jax.numpy: a cycle at load time)
+  out, t_out = jvp(_i0_plain, primals, tangents)
+  return out, ufuncs.where(primals[0] == 0, 0.0, t_out)
+
+
+_I0 = []  # the custom_jvp wrapper, built on first use (custom_derivatives is above us)
+
+
 def _i0(x):
-  """The modified Bessel function of order 0, from lax's exponentially scaled one."""
-  x = util.to_array(x)
-  return ufuncs.multiply(ufuncs.exp(ufuncs.abs(x)), lax_special.bessel_i0e(x))
+  """The modified Bessel function of order 0, exp(|x|) * i0e(|x|), with JAX's jvp
+  (the formula's own derivative, zero at x == 0); kaiser uses it too."""
+  if not _I0:
+    from tracejax._src.custom_derivatives import custom_jvp
+    f = custom_jvp(_i0_plain)
+    f.defjvp(_i0_jvp)
+    _I0.append(f)
+  return _I0[0](util.to_array(x))
 
 
+@jit
 def i0(x):
-  """The modified Bessel function of the first kind, order 0."""
+  """The modified Bessel function of the first kind, order 0.
+
+  A `jit` as in JAX: XLA then fuses the float16/bfloat16 steps (and their jvp) in
+  float32, so low-precision results and tangents round as JAX's do.
+  """
+  util.check_arraylike("i0", x)  # (lists are TypeErrors in JAX 0.10.2)
   x, = util.promote_args_inexact("i0", x)
   if dtypes.is_complex(util.dtype_of(x)):  # (JAX 0.10.2's ValueError; fuzzer seed 203)
     raise ValueError(f"Unsupported input type to jax.numpy.i0: {util.dtype_of(x).name}")

@@ -13,7 +13,8 @@ import pytest
 
 import tracejax as jax
 import tracejax.numpy as jnp
-from tracejax import config, lax
+from tracejax import lax
+from tracejax._src.config import enable_x64
 
 
 def raises(exc, fragment):
@@ -123,7 +124,7 @@ def test_median_is_the_midpoint_of_its_two_middle_values():
   np.testing.assert_allclose(jax.grad(jnp.median)(jnp.array([4., 1., 3., 2.])),
                              [0., 0., 0.5, 0.5])
   # the fuzzer's program (x64 on): jacrev of xlogy(median(max(x) * .5), rint(max(x)))
-  with config_x64():
+  with enable_x64():
     import tracejax.scipy.special as jss
     x0 = np.array([[np.inf, 2.5, np.inf], [0.28, 1.92, -2.5]])
 
@@ -134,14 +135,6 @@ def test_median_is_the_midpoint_of_its_two_middle_values():
     np.testing.assert_array_equal(jax.jacrev(f0)(x0),
                                   [[np.inf, np.nan, np.inf], [np.nan, np.nan, np.nan]])
 
-
-class config_x64:
-  def __enter__(self):
-    self.old = config.jax_enable_x64
-    config.update("jax_enable_x64", True)
-
-  def __exit__(self, *a):
-    config.update("jax_enable_x64", self.old)
 
 
 # ---- max/min of a 0-d array reduce, so NaN gives a NaN tangent (s201 #179) --------------------
@@ -201,7 +194,7 @@ def test_sparse_plus_of_integers_is_a_weak_default_float():
   np.testing.assert_array_equal(r, [0.25, 2., 0.])
   r = jax.nn.sparse_plus(np.array([0.5], np.float16))
   assert r.dtype == np.float16 and not r.weak_type
-  with config_x64():
+  with enable_x64():
     r = jax.nn.sparse_plus(np.int8(0))
     assert r.dtype == np.float64 and r.weak_type
 
@@ -268,7 +261,7 @@ def test_zeta_derivative_in_x():
                              [-2.8168347, -48.704552, -0.5122308, -0.022711022], rtol=1e-5)
   gx, gq = jax.jit(jax.grad(lambda a, b: jnp.sum(jss.zeta(a, b)), argnums=(0, 1)))(x, q)
   np.testing.assert_allclose(gx, [-0.38734195, 5.278735, -3.9322395, -0.02558957], rtol=1e-5)
-  with config_x64():
+  with enable_x64():
     check_grads(jax.jit(jss.zeta), (np.array([2.5, 3.5]), np.array([1.5, 0.75])), order=1,
                 modes=["fwd", "rev"])
   xb = jnp.array([0.435546875, 0.35546875, -1.4921875], jnp.bfloat16)

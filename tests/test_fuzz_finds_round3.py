@@ -14,6 +14,7 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 from tracejax import config, lax
+from tracejax._src.config import enable_x64
 
 
 @pytest.fixture
@@ -26,14 +27,6 @@ def x64_off_original_stream():
   config.update("jax_enable_x64", old[0])
   config.update("jax_threefry_partitionable", old[1])
 
-
-class _x64:
-  def __enter__(self):
-    self.old = config.jax_enable_x64
-    config.update("jax_enable_x64", True)
-
-  def __exit__(self, *exc):
-    config.update("jax_enable_x64", self.old)
 
 
 def _close(got, want, rtol):
@@ -106,7 +99,7 @@ def test_random_gamma_grad_jvp(dt, x64_off_original_stream):
                                        (jnp.ones_like(a),))[1])(al, xs)
     _close(jv, want["ja"], TOL[dt])
   if dt == np.float64:
-    with _x64():
+    with enable_x64():
       body()
   else:
     body()
@@ -127,7 +120,7 @@ def test_gamma_sample_second_derivative(dt, x64_off_original_stream):
     _close(jax.jit(jax.vmap(jax.jacfwd(jax.grad(f))))(al), RGG[dt]["d2"], tol)
     _close(jax.jacfwd(jax.grad(f))(al[4]), RGG[dt]["d2"][4], tol)
   if dt == np.float64:
-    with _x64():
+    with enable_x64():
       body()
   else:
     body()

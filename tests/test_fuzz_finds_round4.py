@@ -12,7 +12,8 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 import tracejax.scipy.special as sp
-from tracejax import config, lax
+from tracejax import lax
+from tracejax._src.config import enable_x64
 
 NAN = np.nan
 
@@ -20,14 +21,6 @@ NAN = np.nan
 def raises(exc, fragment):
   return pytest.raises(exc, match=re.escape(fragment))
 
-
-class config_x64:
-  def __enter__(self):
-    self.old = config.jax_enable_x64
-    config.update("jax_enable_x64", True)
-
-  def __exit__(self, *a):
-    config.update("jax_enable_x64", self.old)
 
 
 # ---- jnp.i0: a jit whose jvp is zero at 0 (00542) ---------------------------------------------
@@ -187,7 +180,7 @@ def test_cumulative_prod_keeps_small_int_dtypes():
 
 
 def test_cumulative_dtypes_x64():
-  with config_x64():
+  with enable_x64():
     _check_cumulative_dtypes(_SUM_X64, _PROD_X64)
 
 

@@ -987,8 +987,7 @@ def fastpath_data_sharded(exe, out_treedef, in_shardings, out_shardings, const_b
     if type(x) is ArrayImpl:
       xs = x.sharding
       if xs is not s and isinstance(xs, _jax.GSPMDSharding) and not (
-          xs == s or (tuple(xs._device_assignment) == tuple(s._device_assignment) and
-                      xs._to_xla_hlo_sharding(x.ndim) == s._to_xla_hlo_sharding(x.ndim))):
+          xs == s or xs.is_equivalent_to(s, x.ndim)):
         return None
   n_in, n_out = len(in_shardings), len(out_shardings)
   return _FastpathFields(exe.exe, out_treedef, list(in_shardings), list(out_shardings),

@@ -279,9 +279,14 @@ def _same_host_value(a, b):
   return np.array_equal(C.decode_input(a).astype(b["dtype"]), C.decode_input(b), equal_nan=True)
 
 
-def _host_holds(a, b):
+def _host_holds(a, b, src=""):
   """JAX's host leaf ``a`` (a NumPy array, or a TypedNdArray with its weak type: weak
-  "host:weak") holds tracejax's device leaf ``b``, of the same weak type."""
+  "host:weak") holds tracejax's device leaf ``b``, of the same weak type.  Under ``vjp``
+  a NumPy array may also be what JAX computed on the host from an untraced int/bool
+  input and a Python scalar (``x % 2.0``: NumPy's strong float64); tracejax computes it
+  by JAX's traced rules, a weak Array of the default float."""
+  if "vjp" in src and a.get("weak") == "host" and b.get("weak") is True:
+    return _same_host_value(a, b)
   return a.get("weak") in ("host", "host:weak") and \
       b.get("weak") is (a["weak"] == "host:weak") and _same_host_value(a, b)
 
@@ -294,7 +299,11 @@ DELIBERATE = [
                                                  "a bytes-like object is required")),
     ("rfft-half-precision", lambda src, j, t: _jexc(
         j, "ValueError", "RFFT input must be float32 or float64") and (
-        t["ok"] or "complex" in t["msg"])),
+        t["ok"] or "complex" in t["msg"]
+        # ...or a later error JAX reaches too once its rfft passes: jacrev/grad's check
+        # of an integer output, `.at` of a NumPy input
+        or _texc(t, "TypeError", "requires real-valued outputs")
+        or _texc(t, "AttributeError", "'numpy.ndarray' object has no attribute 'at'"))),
     ("rfft-complex-error-type", lambda src, j, t: _jexc(
         j, "ValueError", "only real valued inputs supported") and _texc(
         t, "TypeError", "needs a real input array")),
@@ -330,20 +339,36 @@ DELIBERATE = [
         _jexc(j, "TypeError", "add does not accept dtype bool at position 0")
         or _jexc(j, "TypeError", "mul does not accept dtype bool at position 0"))),
     ("jax-host-passthrough", lambda src, j, t: j["ok"] and t["ok"] and any(
-        _host_holds(a, b) for a, b in zip(j["leaves"], t["leaves"])) and all(
-        (a.get("weak") == b.get("weak") and a["dtype"] == b["dtype"]) or _host_holds(a, b)
-        for a, b in zip(j["leaves"], t["leaves"])) or (
-        "reshape" in src and t["ok"] and _jexc(   # `.at` of JAX's NumPy passthrough
+        _host_holds(a, b, src) for a, b in zip(j["leaves"], t["leaves"])) and all(
+        (a.get("weak") == b.get("weak") and a["dtype"] == b["dtype"])
+        or _host_holds(a, b, src) for a, b in zip(j["leaves"], t["leaves"])) or (
+        # `.at` of JAX's NumPy passthrough: a no-op reshape, a loop-invariant carry
+        any(op in src for op in ("reshape", "while_loop", "fori_loop", "scan("))
+        and t["ok"] and _jexc(
             j, "AttributeError", "'numpy.ndarray' object has no attribute 'at'"))),
-    ("generic-reduce-window-rev", lambda src, j, t: "reduce_window" in src and _jexc(
+    ("generic-reduce-window-rev", lambda src, j, t: "reduce_window" in src and (_jexc(
         j, "ValueError", "Linearization failed to produce known values") and (
-        t["ok"] or _texc(t, "NotImplementedError", "Transpose rule", "'reduce_window'"))),
+        t["ok"] or _texc(t, "NotImplementedError", "Transpose rule", "'reduce_window'")
+        or _texc(t, "TypeError", "jacrev requires real-valued outputs"))  # checked later
+        # jacfwd of JAX's generic reduce_window: its JVP batches the primal output too
+        or t["ok"] and _jexc(j, "ValueError", "got axis spec None but output was batched"))),
     ("cholesky-nan-input", lambda src, j, t: "cholesky" in src and _more_nans(j, t)),
     ("igamma-grad-a-x-derivative", lambda src, j, t: t["ok"] and _jexc(
         j, "NotImplementedError", "Differentiation rule for 'igamma_grad_a'")),
     ("error-order", lambda src, j, t: _jexc(j, "NotImplementedError",
                                              "Differentiation rule for") and _texc(
         t, "TypeError", "does not accept dtype")),
+    ("jax-dead-code-errors", lambda src, j, t: t["ok"] and (
+        # JAX's JVP of jit differentiates the unused xlog1py(float, int) too
+        ("xlog1py" in src and "jit" in src and _jexc(
+            j, "TypeError", "log1p does not accept dtype"))
+        # JAX's eager checkpoint compiles an unused argmax/argmin of a complex array
+        or ("checkpoint" in src and ("argmax" in src or "argmin" in src) and (
+            _jexc(j, "TypeError", "gt does not accept dtype complex")
+            or _jexc(j, "TypeError", "lt does not accept dtype complex"))))),
+    ("nan-sampler-parameters", lambda src, j, t: "jit" in src and any(
+        s in src for s in ("random.gamma", "random.beta", "random.dirichlet",
+                           "random.loggamma")) and _more_nans(j, t)),
     ("jax-error-type-varies", lambda src, j, t: (
         _jexc(j, "TypeError", "rev dimensions must all be less than") and
         _texc(t, "ValueError", "out-of-bounds axis")) or (

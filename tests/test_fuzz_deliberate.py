@@ -1,0 +1,215 @@
+"""Fuzzer finds (seeds 300-303, run 3) that are deliberate differences from JAX 0.10.2.
+
+Each case was narrowed to a minimal program and run under real JAX; the JAX results
+quoted here were recorded from it.  Two kinds of check: tracejax's own side of each
+difference (what it returns or raises), and that tools/fuzz_vs_jax.py's DELIBERATE
+tests recognise exactly the case (README.md, "Deliberate differences from JAX") and not
+its neighbours.
+"""
+import base64
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tracejax as jax
+import tracejax.numpy as jnp
+import tracejax.scipy.special as sp
+from tracejax import lax
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tools"))
+import fuzz_vs_jax as F  # noqa: E402
+
+
+def _err(exc, msg):
+  return {"ok": False, "exc": exc, "mro": [exc, "Exception"], "msg": msg}
+
+
+def _ok(*leaves):
+  return {"ok": True, "leaves": list(leaves)}
+
+
+def _leaf(x, weak=False):
+  x = np.asarray(x)
+  return {"dtype": x.dtype.name, "shape": list(x.shape), "weak": weak,
+          "b64": base64.b64encode(x.tobytes()).decode()}
+
+
+# ------------------------------------------------------------------ generic reduce_window
+
+def _rw_min(x):
+  # The init value is built inside the function: under jit JAX sees a traced value and
+  # falls back to its generic reduce_window; here it is a known constant (the min monoid).
+  return lax.reduce_window(x, jnp.asarray(jnp.inf, x.dtype), lax.min, (2,), (1,), "SAME")
+
+
+def test_jit_jacfwd_reduce_window_traced_init():
+  x = np.array([3., 1., 2.], np.float32)
+  want = [[0., 1., 0.], [0., 1., 0.], [0., 0., 1.]]  # JAX's jacfwd without jit
+  assert jax.jacfwd(_rw_min)(x).tolist() == want
+  # JAX: ValueError "at vmap out_axes[0], got axis spec None but output was batched on
+  # axis 0" (repro_x1_s301_01856); the deliberate generic-reduce-window-rev.
+  assert jax.jit(jax.jacfwd(_rw_min))(x).tolist() == want
+
+
+def test_jacfwd_generic_reduce_window_raises_in_both():
+  # A computation that is not a monoid is generic on both sides: ValueError in both.
+  def f(x):
+    return lax.reduce_window(x, jnp.asarray(1., x.dtype), lax.mul, (2,), (1,), "SAME")
+  with pytest.raises(ValueError):
+    jax.jacfwd(f)(np.arange(3.0, dtype=np.float32))
+
+
+def test_jit_jacrev_reduce_window_int_output():
+  # JAX under jit: ValueError "Linearization failed ..." (generic reduce_window) before
+  # its check of the output; here (and in JAX without jit) jacrev's TypeError.
+  def f(x):
+    return jnp.searchsorted(lax.reduce_window(
+        x, jnp.asarray(jnp.inf, x.dtype), lax.min, (2,), (1,), "VALID"), 3.0)
+  with pytest.raises(TypeError, match="jacrev requires real-valued outputs"):
+    jax.jit(jax.hessian(f))(np.arange(3.0, dtype=np.float32))
+
+
+def test_deliberate_generic_reduce_window():
+  src = "lax.reduce_window(x1, jnp.asarray(jnp.inf, ...), lax.min, ...); jax.jacfwd; jax.jit"
+  j = _err("ValueError", "at vmap out_axes[0], got axis spec None but output was batched "
+           "on axis 0")
+  assert F.deliberate(src, j, _ok(_leaf(np.zeros((0, 0))))) == "generic-reduce-window-rev"
+  # ...but not when tracejax fails too (then it is the same exception type anyway), and
+  # not without a reduce_window.
+  assert F.deliberate(src, j, _err("TypeError", "x")) is None
+  assert F.deliberate("jnp.sum(x)", j, _ok(_leaf(np.zeros((0, 0))))) is None
+  j = _err("ValueError", "Linearization failed to produce known values for all output "
+           "primals.")
+  t = _err("TypeError", "jacrev requires real-valued outputs (output dtype that is a "
+           "sub-dtype of np.floating), but got int32.")
+  assert F.deliberate(src, j, t) == "generic-reduce-window-rev"
+  assert F.deliberate(src, j, _err("TypeError", "add got incompatible shapes")) is None
+
+
+# ------------------------------------------------------------------ rfft of half precision
+
+def test_deliberate_rfft_half_precision_later_error():
+  j = _err("ValueError", "RFFT input must be float32 or float64, got bfloat16")
+  t = _err("TypeError", "jacrev requires real-valued outputs (output dtype that is a "
+           "sub-dtype of np.floating), but got int32.")
+  assert F.deliberate("jnp.fft.ihfft(v1); jax.jacrev", j, t) == "rfft-half-precision"
+  t = _err("AttributeError", "'numpy.ndarray' object has no attribute 'at'")
+  assert F.deliberate("jnp.fft.rfft(x0); x0.at[:, None, 0].min(0.001)", j, t) == \
+      "rfft-half-precision"
+  assert F.deliberate("jnp.fft.rfft(x0)", j, _err("IndexError", "index 3")) is None
+
+
+def test_rfft_half_precision_then_jacrev_of_int_output():
+  def f(x):
+    jnp.fft.ihfft(x, n=4)
+    return jnp.argmin(x)
+  x = np.array([[-2.390625, -2.078125, 1.609375]], np.float32).astype(jnp.bfloat16)
+  with pytest.raises(TypeError, match="jacrev requires real-valued outputs"):
+    jax.jacrev(f)(x)
+
+
+# ------------------------------------------------------------------ host passthrough
+
+def test_while_loop_invariant_carry_is_an_array():
+  # JAX returns the loop-invariant carry as the NumPy input itself, so `.at` is an
+  # AttributeError there ('numpy.ndarray' object has no attribute 'at').
+  x = np.array(True)
+  v = lax.while_loop(lambda st: st[0] < 1, lambda st: (st[0] + 1, st[1]), (0, x))[1]
+  assert bool(v.at[..., None].set(x, mode="clip")) is True
+  xs = np.ones(3, np.float32)
+  assert lax.fori_loop(0, 3, lambda i, c: c, xs).at[0].set(2.).tolist() == [2., 1., 1.]
+
+
+def test_vjp_bool_mod_python_float():
+  # JAX computes `d % 2.0` of vjp's untraced bool input on the host: a float64 NumPy
+  # array [[1.], [0.], [1.]]; here the traced rule: a weak float32 Array.
+  b = np.array([[True], [False], [True]])
+  o, _ = jax.vjp(lambda d: d % 2.0, b)
+  assert o.dtype == np.float32 and o.weak_type
+  assert o.tolist() == [[1.], [0.], [1.]]
+
+
+def test_deliberate_host_passthrough_cases():
+  j = _err("AttributeError", "'numpy.ndarray' object has no attribute 'at'")
+  src = "lax.while_loop(lambda st: st[0] < 1, ...)[1]; v0.at[..., None].set(x0)"
+  assert F.deliberate(src, j, _ok(_leaf(True))) == "jax-host-passthrough"
+  assert F.deliberate("jnp.sin(x0).at[0].set(1)", j, _ok(_leaf(True))) is None
+  val = np.array([[1.], [0.], [1.]])
+  j = _ok(_leaf(val, weak="host"))
+  t = _ok(_leaf(val.astype(np.float32), weak=True))
+  assert F.deliberate("jax.vjp(lambda d: f0(d), a[0])", j, t) == "jax-host-passthrough"
+  assert F.deliberate("jax.jit(f0)", j, t) is None          # only vjp's host inputs
+  t = _ok(_leaf(val.astype(np.float32) + 1, weak=True))
+  assert F.deliberate("jax.vjp(lambda d: f0(d), a[0])", j, t) is None
+
+
+# ------------------------------------------------------------------ dead code
+
+def test_jit_dead_xlog1py_int_is_dropped():
+  def dead(x):
+    sp.xlog1py(x, jnp.zeros(2, jnp.int32) + 1)
+    return x * 2
+  x = np.array([0.5, 0.25], np.float32)
+  # JAX: TypeError "log1p does not accept dtype int32. ..." from the JVP of the dead code.
+  _, tan = jax.jvp(jax.jit(dead), (x,), (x,))
+  assert tan.tolist() == [1.0, 0.5]
+  # Live, or without jit (no staging, nothing dropped), it is a TypeError in both.
+  with pytest.raises(TypeError, match="log1p does not accept dtype int32"):
+    jax.grad(lambda x: sp.xlog1py(x, jnp.zeros(2, jnp.int32) + 1).sum())(x)
+  with pytest.raises(TypeError, match="log1p does not accept dtype int32"):
+    jax.jvp(dead, (x,), (x,))
+
+
+def test_checkpoint_dead_complex_argmax_is_dropped():
+  x = np.array([1.5 + 0j, -2 + 1j], np.complex64)
+  def dead(x):
+    jnp.argmax(x)
+    return x * 2
+  # JAX: TypeError (gt of complex) from compiling the dead argmax eagerly; jit(checkpoint)
+  # agrees with this.
+  assert jax.checkpoint(dead)(x).tolist() == [3 + 0j, -4 + 2j]
+  assert jax.jit(jax.checkpoint(dead))(x).tolist() == [3 + 0j, -4 + 2j]
+  with pytest.raises(TypeError, match="gt does not accept dtype complex64 at position 0. "
+                     "Accepted dtypes at position 0 are subtypes of integer, floating, bool"):
+    jax.checkpoint(jnp.argmax)(x)
+
+
+def test_deliberate_dead_code_errors():
+  j = _err("TypeError", "log1p does not accept dtype int32. Accepted dtypes are subtypes "
+           "of floating, complexfloating.")
+  t = _ok(_leaf(np.float16(0.5)))
+  src = "jax.scipy.special.xlog1py(v1, v2); f1 = jax.jit(f0); jax.vjp"
+  assert F.deliberate(src, j, t) == "jax-dead-code-errors"
+  assert F.deliberate(src.replace("jax.jit(f0)", "f0"), j, t) is None
+  assert F.deliberate(src, j, _err("TypeError", "log1p does not accept dtype int32.")) is None
+  j = _err("TypeError", "gt does not accept dtype complex128 at position 0. Accepted "
+           "dtypes at position 0 are subtypes of integer, floating, bool.")
+  src = "jnp.argmax(v2, axis=-1); f1 = jax.checkpoint(f0)"
+  assert F.deliberate(src, j, t) == "jax-dead-code-errors"
+  assert F.deliberate("jnp.argmax(v2, axis=-1)", j, t) is None
+
+
+# ------------------------------------------------------------------ NaN sampler parameters
+
+def test_beta_nan_parameters_are_nan():
+  key = jax.random.fold_in(jax.random.PRNGKey(21), 3)
+  a = np.array([np.nan, np.nan], np.float32)
+  # JAX eagerly and under jit of a traced parameter: [nan nan]; jit with the NaN a
+  # constant: XLA folds the sampler to [-7.6329512e+12, -2.4587193e-13].
+  assert np.isnan(jax.random.beta(key, a, 2.0)).all()
+  assert np.isnan(jax.jit(lambda: jax.random.beta(key, a, 2.0))()).all()
+
+
+def test_deliberate_nan_sampler_parameters():
+  src = "jax.random.beta(key, (jnp.abs(jnp.real(v1)) + 0.5), 2.0); f1 = jax.jit(f0)"
+  j = _ok(_leaf(np.array([9.724388e-01, 1.559617e-09], np.float32)))
+  t = _ok(_leaf(np.array([np.nan, np.nan], np.float32)))
+  assert F.compare(j, t) == "value-nan"
+  assert F.deliberate(src, j, t) == "nan-sampler-parameters"
+  assert F.deliberate(src.replace("beta", "uniform"), j, t) is None
+  # Numbers that differ from JAX's are still a disagreement.
+  t = _ok(_leaf(np.array([np.nan, 0.5], np.float32)))
+  assert F.deliberate(src, j, t) is None

@@ -68,6 +68,22 @@ def test_vmap_out_axes_unbatched_output_and_valid_negative():
   np.testing.assert_allclose(out, np.stack([r * 2 for r in x], axis=-1))
 
 
+@pytest.mark.parametrize("fun,out_axes,in_axes,x,msg", [
+    (lambda x: x, None, 0, np.ones(3), "at vmap out_axes, got axis spec None but output "
+     "was batched on axis 0"),
+    (lambda x: (x, x), (0, None), 0, np.ones(3), "at vmap out_axes[1], got axis spec None "
+     "but output was batched on axis 0"),
+    (lambda x: {'a': x, 'b': (1., x)}, {'a': 0, 'b': None}, 0, np.ones(3),
+     "at vmap out_axes['b'][1], got axis spec None but output was batched on axis 0"),
+    (lambda x: x, None, 1, np.ones((2, 3)), "at vmap out_axes, got axis spec None but "
+     "output was batched on axis 1"),
+])
+def test_vmap_out_axes_none_of_batched_output(fun, out_axes, in_axes, x, msg):
+  # JAX 0.10.2, verbatim: the output's pytree path and the axis it is batched on.
+  with raises(ValueError, msg):
+    jax.vmap(fun, in_axes=in_axes, out_axes=out_axes)(x)
+
+
 def test_vmap_axes_bad_specs():
   # JAX 0.10.2, verbatim.
   with raises(ValueError, "vmap was requested to map its argument along axis 3, which implies "

@@ -1074,7 +1074,13 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                          f"{store[0]}.") from None
       return od
 
-    outs = batching.vmap_flat(flat, size, leaves, norm_dims, out_dims_fn, axis_name)
+    def out_where(i):
+      paths, _ = tree_util.tree_flatten_with_path(
+          tree_util.tree_unflatten(store[0], [0] * store[0].num_leaves))
+      return tree_util.keystr(paths[i][0])
+
+    outs = batching.vmap_flat(flat, size, leaves, norm_dims, out_dims_fn, axis_name,
+                              out_where)
     return tree_util.tree_unflatten(store[0], outs)
 
   return vmap_f

@@ -168,10 +168,11 @@ def matchaxis(x, src, dst, axis_size):
   return lax_utils.moveaxis(x, src, dst)
 
 
-def vmap_flat(fun, axis_size, args, in_dims, out_dims_fn, axis_name=None):
+def vmap_flat(fun, axis_size, args, in_dims, out_dims_fn, axis_name=None, out_where=None):
   """Apply flat `fun` to `args` batched along `in_dims`; `out_dims_fn(n)` gives the wanted
   output axes (None: leave unbatched outputs unbatched). Inside a named vmap's batching
-  rule (cond's branches under a batched predicate) `axis_name` defaults to its name."""
+  rule (cond's branches under a batched predicate) `axis_name` defaults to its name.
+  `out_where(i)` names output `i` in errors (its pytree path, e.g. "[1]")."""
   if axis_name is None and _rule_axis.names:
     axis_name = _rule_axis.names[-1]
   trace = BatchTrace(current_trace(), axis_size, axis_name)
@@ -184,7 +185,9 @@ def vmap_flat(fun, axis_size, args, in_dims, out_dims_fn, axis_name=None):
     v, d = trace.to_batched(o)
     if w is None:
       if d is not None:
-        raise ValueError("vmap has mapped output but out_axes is None")
+        where = out_where(len(res)) if out_where is not None else ""
+        raise ValueError(f"at vmap out_axes{where}, got axis spec None but output was "
+                         f"batched on axis {d}")
       res.append(v)
     else:
       # The result has one more axis than an example's output; out_axes must index it

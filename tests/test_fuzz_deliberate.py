@@ -87,6 +87,10 @@ def test_deliberate_generic_reduce_window():
            "sub-dtype of np.floating), but got int32.")
   assert F.deliberate(src, j, t) == "generic-reduce-window-rev"
   assert F.deliberate(src, j, _err("TypeError", "add got incompatible shapes")) is None
+  # seed 304 #2817: a later `>>` of the float16 window result fails its dtype check here
+  t = _err("TypeError", "shift_right_arithmetic does not accept dtype float16 (operand 0). "
+           "Accepted dtypes are subtypes of integer.")
+  assert F.deliberate(src, j, t) == "generic-reduce-window-rev"
 
 
 # ------------------------------------------------------------------ rfft of half precision
@@ -100,6 +104,10 @@ def test_deliberate_rfft_half_precision_later_error():
   assert F.deliberate("jnp.fft.rfft(x0); x0.at[:, None, 0].min(0.001)", j, t) == \
       "rfft-half-precision"
   assert F.deliberate("jnp.fft.rfft(x0)", j, _err("IndexError", "index 3")) is None
+  # seed 304 #55: a later `|` of the bfloat16 input fails its dtype check here
+  t = _err("TypeError", "or does not accept dtype bfloat16 (operand 0). Accepted dtypes "
+           "are subtypes of bool, integer.")
+  assert F.deliberate("jnp.fft.rfft(v0); (v2 | float('inf'))", j, t) == "rfft-half-precision"
 
 
 def test_rfft_half_precision_then_jacrev_of_int_output():
@@ -144,6 +152,11 @@ def test_deliberate_host_passthrough_cases():
   assert F.deliberate("jax.jit(f0)", j, t) is None          # only vjp's host inputs
   t = _ok(_leaf(val.astype(np.float32) + 1, weak=True))
   assert F.deliberate("jax.vjp(lambda d: f0(d), a[0])", j, t) is None
+  # seed 304 #59: `x >> 2` of vjp's untraced bool input is a NumPy int64 scalar in JAX
+  # (recorded as a host leaf), a weak int32 Array here
+  j = _ok(_leaf(np.int64(0), weak="host"))
+  t = _ok(_leaf(np.int32(0), weak=True))
+  assert F.deliberate("jax.vjp(lambda d: f0(d), a[0])", j, t) == "jax-host-passthrough"
 
 
 # ------------------------------------------------------------------ dead code

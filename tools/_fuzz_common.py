@@ -149,7 +149,8 @@ def run_program(ns, src, inputs, timeout=60):
     enc = []
     for leaf in leaves:
       weak = getattr(leaf, "weak_type", None)
-      if isinstance(leaf, np.ndarray):  # a host array (JAX's TypedNdArray is one too)
+      # a host array (JAX's TypedNdArray is one too) or a NumPy scalar computed on the host
+      if isinstance(leaf, (np.ndarray, np.generic)):
         weak = "host:weak" if weak else "host"  # (a TypedNdArray carries its weak type)
       if isinstance(leaf, (bool, int, float, complex)):
         weak = "py:" + type(leaf).__name__

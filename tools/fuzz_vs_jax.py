@@ -283,8 +283,9 @@ def _host_holds(a, b, src=""):
   """JAX's host leaf ``a`` (a NumPy array, or a TypedNdArray with its weak type: weak
   "host:weak") holds tracejax's device leaf ``b``, of the same weak type.  Under ``vjp``
   a NumPy array may also be what JAX computed on the host from an untraced int/bool
-  input and a Python scalar (``x % 2.0``: NumPy's strong float64); tracejax computes it
-  by JAX's traced rules, a weak Array of the default float."""
+  input and a Python scalar (``x % 2.0``: NumPy's strong float64; ``x >> 2``: a NumPy
+  int64 scalar); tracejax computes it by JAX's traced rules, a weak Array of the default
+  type."""
   if "vjp" in src and a.get("weak") == "host" and b.get("weak") is True:
     return _same_host_value(a, b)
   return a.get("weak") in ("host", "host:weak") and \
@@ -301,8 +302,9 @@ DELIBERATE = [
         j, "ValueError", "RFFT input must be float32 or float64") and (
         t["ok"] or "complex" in t["msg"]
         # ...or a later error JAX reaches too once its rfft passes: jacrev/grad's check
-        # of an integer output, `.at` of a NumPy input
+        # of an integer output, a later op's dtype check, `.at` of a NumPy input
         or _texc(t, "TypeError", "requires real-valued outputs")
+        or _texc(t, "TypeError", "does not accept dtype")
         or _texc(t, "AttributeError", "'numpy.ndarray' object has no attribute 'at'"))),
     ("rfft-complex-error-type", lambda src, j, t: _jexc(
         j, "ValueError", "only real valued inputs supported") and _texc(
@@ -349,7 +351,9 @@ DELIBERATE = [
     ("generic-reduce-window-rev", lambda src, j, t: "reduce_window" in src and (_jexc(
         j, "ValueError", "Linearization failed to produce known values") and (
         t["ok"] or _texc(t, "NotImplementedError", "Transpose rule", "'reduce_window'")
-        or _texc(t, "TypeError", "jacrev requires real-valued outputs"))  # checked later
+        # ...or an error JAX reaches later: jacrev's real-output check, a dtype check
+        or _texc(t, "TypeError", "jacrev requires real-valued outputs")
+        or _texc(t, "TypeError", "does not accept dtype"))
         # jacfwd of JAX's generic reduce_window: its JVP batches the primal output too
         or t["ok"] and _jexc(j, "ValueError", "got axis spec None but output was batched"))),
     ("cholesky-nan-input", lambda src, j, t: "cholesky" in src and _more_nans(j, t)),

@@ -688,7 +688,8 @@ def signbit(x, /):
   x, = util.promote_args("signbit", x)
   dt = _dtype(x)
   if dtypes.is_signed(dt):
-    return lax.lt(x, _constant_like(x, 0))
+    # a strong zero, as JAX's: signbit of a Python int is a strong bool there
+    return lax.lt(x, np.zeros((), dt))
   if dt == np.bool_ or dtypes.is_unsigned(dt):
     return _full_like_bool(x, False)
   if not dtypes.is_floating(dt):
@@ -876,25 +877,30 @@ def select(condlist, choicelist, default=0):
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-  """True where |a - b| <= atol + rtol * |b|, with NumPy's treatment of inf and NaN."""
-  a, b = util.promote_args("isclose", a, b)
+  """True where |a - b| <= atol + rtol * |b| (or a == b), elementwise.
+
+  As in JAX, integer and bool inputs are compared in the default float type (so very
+  large integers that differ by less than the tolerance are close), an infinite `b`
+  is close only to itself, NaN is close to nothing unless `equal_nan`, and the result
+  is a strong bool array.
+
+  >>> jnp.isclose(jnp.array([1., 1.1]), 1.)   # doctest: +SKIP
+  Array([ True, False], dtype=bool)
+  """
+  a, b = util.promote_args_inexact("isclose", a, b)
   dt = _dtype(a)
-  if not dtypes.is_inexact(dt):
-    return lax.eq(a, b)
   real_dt = dtypes.to_real_dtype(dt)
   rtol = util.convert(rtol, real_dt, False)
   atol = util.convert(atol, real_dt, False)
-  out = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
-  a_inf, b_inf = isinf(a), isinf(b)
-  any_inf = lax.bitwise_or(a_inf, b_inf)
-  both_inf = lax.bitwise_and(a_inf, b_inf)
-  out = lax.bitwise_and(out, lax.bitwise_not(any_inf))
-  out = lax.bitwise_or(out, lax.bitwise_and(both_inf, lax.eq(a, b)))
-  a_nan, b_nan = isnan(a), isnan(b)
-  out = lax.bitwise_and(out, lax.bitwise_not(lax.bitwise_or(a_nan, b_nan)))
+  if dtypes.is_complex(dt):
+    finite_b = lax.bitwise_and(lax.is_finite(lax.real(b)), lax.is_finite(lax.imag(b)))
+  else:
+    finite_b = lax.is_finite(b)
+  near = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+  out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(finite_b, near))
   if equal_nan:
-    out = lax.bitwise_or(out, lax.bitwise_and(a_nan, b_nan))
-  return out
+    out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
+  return util.convert(out, np.bool_, False)   # never weak (JAX: isclose(1., 7.))
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):

@@ -1,0 +1,53 @@
+"""Fuzzer finds of run 4 (seeds 304+, this session), fixed in tracejax.
+
+Every expected value, dtype and weak type here was recorded from real JAX 0.10.2.
+"""
+import numpy as np
+
+import tracejax as jax
+import tracejax.numpy as jnp
+
+
+def _typed(r):
+  return (np.asarray(r).dtype.name, bool(r.weak_type))
+
+
+# ---- weak bools: signbit of a Python int, isclose of ints/bools (seed 304 #231, #3024)
+
+def test_signbit_of_python_int_is_a_strong_bool():
+  assert _typed(jnp.signbit(0)) == ("bool", False)
+  assert _typed(jnp.signbit(-3)) == ("bool", False) and bool(jnp.signbit(-3))
+  assert _typed(jax.jit(jnp.signbit)(0)) == ("bool", False)
+
+
+def test_isclose_is_never_weak():
+  assert _typed(jnp.isclose(1, 7)) == ("bool", False)
+  assert _typed(jnp.isclose(1., 7)) == ("bool", False)
+  assert _typed(jnp.isclose(jnp.zeros((2, 0), bool), 7)) == ("bool", False)
+  r = jax.vmap(lambda b: jnp.isclose(b, 7))(jnp.zeros((2, 0), bool))
+  assert _typed(r) == ("bool", False) and r.shape == (2, 0)
+
+
+def test_isclose_of_integers_compares_in_float():
+  # JAX promotes integer and bool inputs to the default float type first: 2**24 + 1 and
+  # 2**24 are one float32 apart at most, so close.
+  ints = np.array([2**24 + 1, 2**24, 0, -5, 7], np.int32)
+  got = np.asarray(jnp.isclose(ints[:, None], ints[None]))
+  want = np.eye(5, dtype=bool)
+  want[0, 1] = want[1, 0] = True
+  np.testing.assert_array_equal(got, want)
+  np.testing.assert_array_equal(jnp.isclose(np.array([True, False]), True), [True, False])
+
+
+def test_isclose_special_values():
+  inf, nan = np.inf, np.nan
+  a = np.array([inf, inf, -inf, nan, nan, 1., 1., 0.], np.float32)
+  b = np.array([inf, -inf, -inf, nan, 1., inf, 1.000001, 1e-9], np.float32)
+  np.testing.assert_array_equal(jnp.isclose(a, b),
+                                [True, False, True, False, False, False, True, True])
+  np.testing.assert_array_equal(jnp.isclose(a, b, equal_nan=True),
+                                [True, False, True, True, False, False, True, True])
+  # complex: an infinite real or imaginary part of b is close only to b itself
+  c = np.array([1 + 1j, complex(inf, 1), complex(1, nan)], np.complex64)
+  np.testing.assert_array_equal(jnp.isclose(c, c), [True, True, False])
+  np.testing.assert_array_equal(jnp.isclose(c, c, equal_nan=True), [True, True, True])

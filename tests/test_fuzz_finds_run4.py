@@ -51,3 +51,20 @@ def test_isclose_special_values():
   c = np.array([1 + 1j, complex(inf, 1), complex(1, nan)], np.complex64)
   np.testing.assert_array_equal(jnp.isclose(c, c), [True, True, False])
   np.testing.assert_array_equal(jnp.isclose(c, c, equal_nan=True), [True, True, True])
+
+
+# ---- a complex fill for a weakly typed real array keeps its real part (seed 304 #439)
+
+def test_full_like_weak_real_with_complex_fill():
+  import warnings
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")   # NumPy's ComplexWarning, which JAX gives too
+    r = jnp.full_like(1, 1 - 2j)
+    assert (_typed(r), int(r)) == (("int32", True), 1)
+    r = jnp.full_like(jnp.asarray(1.), 1 - 2j)
+    assert (_typed(r), float(r)) == (("float32", True), 1.0)
+    assert bool(jnp.full_like(True, 2 - 2j)) is True
+  # a strong real array: a TypeError, as in JAX
+  import pytest
+  with pytest.raises(TypeError):
+    jnp.full_like(np.float32(1), 1 - 2j)

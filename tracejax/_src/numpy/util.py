@@ -154,7 +154,10 @@ def convert(x, dtype, weak_type=False):
       st = _weak_scalar_type_for(dtype)
       if st is not None and (t is not complex or st is complex):
         return st(x)
-      return convert_element_type(np.asarray(x, dtype), dtype, True)
+      # a complex scalar to a weak real type keeps its real part (NumPy's astype, with
+      # its ComplexWarning), as JAX's weak conversion does: full_like(1, 1 - 2j) is 1
+      h = np.asarray(x).astype(dtype) if t is complex else np.asarray(x, dtype)
+      return convert_element_type(h, dtype, True)
     return _host_scalar(x, dtype)
   if isinstance(x, (np.ndarray, np.generic)):
     if weak_type:

@@ -852,12 +852,12 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         # Jacobian is zeros of the output's dtype, as JAX returns.
         jl = np.zeros(np.shape(jl), dtypes.dtype(yl))
       jl = lax_utils.moveaxis(jl, 0, -1) if np.ndim(jl) > 0 else jl
-      parts, start = [], 0
-      for shp, n in zip(in_shapes, sizes):
-        piece = _slice_last(jl, start, start + n)
+      parts = []
+      # One split (not slices): a split's transpose is a concatenation, so a weak
+      # cotangent stays weak through it, as through JAX's unravelling.
+      for shp, piece in zip(in_shapes, _split_last(jl, sizes)):
         piece = structural.reshape(piece, tuple(yshape) + tuple(shp))
         parts.append(_weak_like(piece, yl))  # JAX: weak exactly when the output is
-        start += n
       per = tree_util.tree_unflatten(tree, parts)
       return per[0] if isinstance(argnums, int) else per
 
@@ -866,9 +866,14 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
   return jacfun
 
 
-def _slice_last(x, a, b):
-  from tracejax._src.lax import slicing
-  return slicing.slice_in_dim(x, a, b, axis=np.ndim(x) - 1)
+def _split_last(x, sizes):
+  """`x` split along its last axis into pieces of `sizes` (one `split`, as JAX's
+  Jacobians unravel)."""
+  from tracejax._src.lax import structural
+  if not isinstance(x, (Array, Tracer)):
+    x = np.asarray(x)
+    return [x[..., a:a + n] for a, n in zip(np.cumsum([0] + list(sizes[:-1])), sizes)]
+  return structural.split(x, tuple(sizes), axis=np.ndim(x) - 1)
 
 
 def _check_jac_input(x, holomorphic):
@@ -943,15 +948,16 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         from tracejax._src.runtime.array import from_numpy
         return tree_util.tree_unflatten(y_tree, [from_numpy(
             np.zeros(tuple(shp) + tuple(x_shape), _abstractify(x).dtype)) for shp in y_shapes])
-      parts, start = [], 0
-      x_aval = _abstractify(x)
-      for shp, n in zip(y_shapes, sizes):
-        from tracejax._src.lax import slicing
-        piece = slicing.slice_in_dim(ct, start, start + n, axis=0)
+      parts = []
+      # One split along the basis axis (its transpose, a concatenation, keeps a weak
+      # cotangent weak, as JAX's unravelling does; a slice's pad would make it strong).
+      pieces = (structural.split(ct, tuple(sizes), axis=0) if isinstance(ct, (Array, Tracer))
+                else [np.asarray(ct)[a:a + n] for a, n in
+                      zip(np.cumsum([0] + list(sizes[:-1])), sizes)])
+      for shp, piece in zip(y_shapes, pieces):
         piece = structural.reshape(piece, tuple(shp) + tuple(x_shape))
         # JAX 0.10.2: jacrev's result is weakly typed exactly when its input is.
         parts.append(_weak_like(piece, x))
-        start += n
       return tree_util.tree_unflatten(y_tree, parts)
 
     per_arg = [tree_util.tree_map(arrange, c, d) for c, d in zip(cts, dyn)]

@@ -475,7 +475,10 @@ class Jitted:
 
   def _call_python(self, args, kwargs):
     """(output, the entry that ran if the C++ path may reuse it, the flat arguments)."""
-    if config.jax_disable_jit or (self.inline and _trace_ctx.trace is not eval_trace):
+    if config.jax_disable_jit:
+      return self.fun(*args, **kwargs), None, ()
+    if self.inline and _trace_ctx.trace is not eval_trace:
+      args, kwargs = _jvp_typed_tangents(args, kwargs)
       return self.fun(*args, **kwargs), None, ()
     dyn, dkw, skey, svals = self._split(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn, dkw))
@@ -726,6 +729,45 @@ def _check_argnums_against_signature(sig, static_argnums, static_argnames, donat
       names = {params[i].name for i in both}
       raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
                        f"names {names} appear in both static_argnames and donate_argnames")
+
+
+def _jvp_typed_tangents(args, kwargs):
+  """(args, kwargs) with each tangent of a forward JVP trace typed as its primal.
+
+  An inline jit (a jnp function) is still a jit call to JAX's JVP, which gives the
+  called function tangents of its primals' types: a strong tangent of a weak primal
+  (one a rule made strong, as x**2's) enters weak, so what the function computes from
+  it is weak again. Handled: a forward JVP trace on top, or under vmaps (eager jvp,
+  jvp under jit or of a vmap); staged code inlines these calls before any JVP sees
+  them, as JAX's staging does. Linearizing (vjp, grad, linearize) is left alone: there
+  JAX's retyping is a type on a staged variable, not an operation a replay repeats."""
+  from tracejax._src.interpreters import ad, batching
+  top = _trace_ctx.trace
+  if type(top) not in (ad.JVPTrace, batching.BatchTrace):
+    return args, kwargs
+
+  def retype(x, trace):
+    if type(trace) is batching.BatchTrace:
+      if isinstance(x, batching.BatchTracer) and x._trace is trace:
+        v = retype(x.val, trace.parent)
+        return x if v is x.val else batching.BatchTracer(trace, v, x.batch_dim)
+      return retype(x, trace.parent)
+    if type(trace) is not ad.JVPTrace or isinstance(trace.parent, ad.PartialEvalTrace) \
+        or not isinstance(x, ad.JVPTracer) or x._trace is not trace \
+        or type(x.tangent) is ad.Zero:
+      return x
+    pa, t = ad._aval_of(x.primal), x.tangent
+    ta = ad._aval_of(t)
+    if pa.weak_type == ta.weak_type or pa.dtype != ta.dtype:
+      return x
+    from tracejax._src.lax import elementwise
+    with _trace_mod.set_current_trace(trace.parent):
+      t = elementwise._convert_element_type(t, ta.dtype, weak_type=pa.weak_type)
+    return ad.JVPTracer(trace, x.primal, t)
+
+  if not any(isinstance(x, Tracer) for x in (*args, *kwargs.values())):
+    return args, kwargs
+  return (tuple(retype(x, top) for x in args), {k: retype(v, top) for k, v in kwargs.items()})
 
 
 def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), *,

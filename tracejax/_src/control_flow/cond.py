@@ -217,7 +217,12 @@ def _cond_transpose(cts, index, *ops, branches):
   lin = [ad.is_undefined_primal(x) for x in ops]
   out_avals = branches[0].out_avals
   cts = [ad.zeros_like_aval(a) if type(c) is ad.Zero else c for c, a in zip(cts, out_avals)]
-  tb = [ad.transpose_jaxpr(br, lin) for br in branches]
+  # The branches are transposed at the cotangents' own types (JAX 0.10.2): a strong
+  # cotangent of a weak output stays strong through the cond.
+  ct_avals = [a if getattr(a, "weak_type", None) in (None, w) else a.update(weak_type=w)
+              for a, w in ((a, getattr(common.aval_of(c), "weak_type", None))
+                           for c, a in zip(cts, out_avals))]
+  tb = [ad.transpose_jaxpr(br, lin, ct_avals=ct_avals) for br in branches]
   jaxprs, consts = common.join_consts([common.close_jaxpr(j, c) for j, c in tb])
   res = [x for x in ops if not ad.is_undefined_primal(x)]
   outs = iter(cond_p.bind(index, *consts, *res, *cts, branches=tuple(jaxprs)))

@@ -625,13 +625,15 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, instantiate):
           result["num_res"])
 
 
-def transpose_jaxpr(jaxpr, linear, ct_zero_ok=True):
+def transpose_jaxpr(jaxpr, linear, ct_zero_ok=True, ct_avals=None):
   """Jaxpr of (non-linear inputs, output cotangents) -> cotangents of the linear inputs
-  (zeros instantiated). Returns (jaxpr, consts)."""
+  (zeros instantiated). Returns (jaxpr, consts). `ct_avals`: the cotangents' own types
+  (as JAX types a transposed cond's branches by the cotangents it is given: their weak
+  types, not the outputs'); by default the outputs' types."""
   from tracejax._src.interpreters import staging
   nonlin_avals = [v.aval for v, l in zip(jaxpr.invars, linear) if not l]
   lin_avals = [v.aval for v, l in zip(jaxpr.invars, linear) if l]
-  out_avals = [v.aval for v in jaxpr.outvars]
+  out_avals = [v.aval for v in jaxpr.outvars] if ct_avals is None else list(ct_avals)
   known_vars = [v for v, l in zip(jaxpr.invars, linear) if not l]
   lin_vars = [v for v, l in zip(jaxpr.invars, linear) if l]
   lin_jaxpr = ir.Jaxpr(list(jaxpr.constvars) + known_vars, lin_vars, jaxpr.outvars,

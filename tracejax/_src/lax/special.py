@@ -24,8 +24,9 @@ from tracejax._src.interpreters.lowering import chlo, hlo, ir
 from tracejax._src.lax import utils
 from tracejax._src.lax.elementwise import (
     _aval, _const, _defjvp_nary, _dtype, _float, _full_like, _ones, _wrap, _zeros, abs, add,
-    and_, broadcast_operands, convert_element_type, div, eq, exp, ge, gt, le, log, log1p, lt,
-    mul, naryop, ne, neg, not_, or_, reciprocal, select, sign, sqrt, square, sub)
+    and_, broadcast_operands, convert_element_type, convert_element_type_p, div, eq, exp, ge,
+    gt, le, log, log1p, lt, mul, naryop, ne, neg, not_, or_, reciprocal, select, sign, sqrt,
+    square, sub)
 
 __all__ = [
     "erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p", "lgamma", "lgamma_p", "digamma",
@@ -396,21 +397,34 @@ def _igamma_derivative_impl(mode):
   return impl
 
 
+def _promoted(op, x, y):
+  """`op(x, y)` as an operator on JAX tracers computes it (jnp promotion): a weak operand
+  meeting a strong one of the same dtype is cast to strong first. JAX's igamma rule is
+  written with operators, so a weak tangent or operand stages that cast, whose transpose
+  gives back a weak cotangent."""
+  wx, wy = dtypes.is_weakly_typed(x), dtypes.is_weakly_typed(y)
+  if wx != wy and _dtype(x) == _dtype(y):
+    strong = lambda v: convert_element_type_p.bind(v, new_dtype=_dtype(v), weak_type=False)
+    x, y = (strong(x), y) if wx else (x, strong(y))
+  return op(x, y)
+
+
 def _igamma_grad_x(g, a, x):
-  # dP/dx = x^(a-1) e^-x / Gamma(a)
-  return mul(g, exp(sub(sub(mul(sub(a, _const(a, 1)), log(x)), x), lgamma(a))))
+  # dP/dx = x^(a-1) e^-x / Gamma(a); the 1 is a full_like of `a` (weak when `a` is).
+  t = _promoted(add, neg(x), _promoted(mul, sub(a, _ones(a)), log(x)))
+  return _promoted(mul, g, exp(_promoted(sub, t, lgamma(a))))
 
 
 igamma_p = naryop("igamma", _float, None)
 igamma = _wrap(igamma_p, "Elementwise regularized incomplete gamma function P(a, x).")
-_defjvp_nary(igamma_p, lambda g, a, x: mul(g, igamma_grad_a(a, x)), _igamma_grad_x)
+_defjvp_nary(igamma_p, lambda g, a, x: _promoted(mul, g, igamma_grad_a(a, x)), _igamma_grad_x)
 utils.defbroadcasting(igamma_p, size_one=True)
 mlir.register_lowering(igamma_p, _lower_composition(_igamma_impl))
 
 igammac_p = naryop("igammac", _float, None)
 igammac = _wrap(igammac_p,
                 "Elementwise complementary regularized incomplete gamma function Q(a, x).")
-_defjvp_nary(igammac_p, lambda g, a, x: neg(mul(g, igamma_grad_a(a, x))),
+_defjvp_nary(igammac_p, lambda g, a, x: neg(_promoted(mul, g, igamma_grad_a(a, x))),
           lambda g, a, x: neg(_igamma_grad_x(g, a, x)))
 utils.defbroadcasting(igammac_p, size_one=True)
 mlir.register_lowering(igammac_p, _lower_composition(_igammac_impl))

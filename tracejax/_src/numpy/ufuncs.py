@@ -1012,6 +1012,9 @@ def ldexp(x1, x2, /):
     raise unsupported()
   x1, = util.promote_args_inexact("ldexp", x1)
   dt = _dtype(x1)
+  # JAX's result is strong even for a weak x1 (it selects x1 against a strong product):
+  # the cast comes first, so a weak x1's tangent is cast and its cotangent stays weak.
+  x1 = util.convert(x1, dt, False)
   x1, x2 = util.promote_shapes("ldexp", x1, x2)
   udt, nmant, bias = _float_layout(dt)
   # Beyond this any finite nonzero x1 overflows or underflows completely.
@@ -1051,7 +1054,11 @@ def _eager_jit_all(namespace):
         and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) \
         and not hasattr(fn, "__wrapped__"):
       namespace[name] = inline_jit(fn)
-  namespace["_where"] = inline_jit(namespace["_where"])
+  # `where` is a jit of its own in JAX (not inline): under a transformation it stays
+  # one call, so a jvp types its tangents as the primals (weak types included) and a
+  # vmap returns a new Array even when it selects nothing (an empty result).
+  from tracejax._src.jit import jit
+  namespace["_where"] = jit(namespace["_where"])
 
 
 _eager_jit_all(globals())

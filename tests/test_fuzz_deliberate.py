@@ -226,3 +226,17 @@ def test_deliberate_nan_sampler_parameters():
   # Numbers that differ from JAX's are still a disagreement.
   t = _ok(_leaf(np.array([np.nan, 0.5], np.float32)))
   assert F.deliberate(src, j, t) is None
+
+
+# ------------------------------------------------------------------ tolerance
+
+def test_compare_widened_float32_values_at_float32_tolerance():
+  # seed 301 #1202 (x64 on): a float32 cotangent widened to the float64 input's dtype;
+  # JAX's eager vjp and ours round its last float32 bit differently.
+  j = _ok(_leaf(np.float32([0.7775347828865051, 0.7833275198936462]).astype(np.float64)))
+  t = _ok(_leaf(np.float32([0.7775347232818604, 0.783327579498291]).astype(np.float64)))
+  assert F.compare(j, t) is None
+  # genuinely 64-bit values keep the 64-bit tolerance
+  j = _ok(_leaf(np.array([0.1, 0.2])))
+  t = _ok(_leaf(np.array([0.1, 0.2]) * (1 + 1e-7)))
+  assert F.compare(j, t) is not None

@@ -240,3 +240,41 @@ def test_compare_widened_float32_values_at_float32_tolerance():
   j = _ok(_leaf(np.array([0.1, 0.2])))
   t = _ok(_leaf(np.array([0.1, 0.2]) * (1 + 1e-7)))
   assert F.compare(j, t) is not None
+
+
+# ------------------------------------------------------------------ run 4 (seed 305)
+
+def test_deliberate_typed_scalar_passthrough():
+  # seed 305 #142 and #585 (x64 on): JAX's vjp hands a Python int input over untraced
+  # (TypedInt: no `.at`), and reduce_max(x, ()) of a Python float returns it untraced,
+  # which jacfwd then fails on.
+  t = _ok(_leaf(np.int64(6), weak=True))
+  j = _err("AttributeError", "'TypedInt' object has no attribute 'at'")
+  assert F.deliberate("x0.at[..., None].add(x0); jax.vjp", j, t) == "jax-host-arrays-untraced"
+  j = _err("AttributeError", "'float' object has no attribute 'shape'")
+  assert F.deliberate("lax.reduce_max(x0, ()); jax.vjp; jax.jacfwd", j, t) == \
+      "jax-host-arrays-untraced"
+  assert F.deliberate("lax.reduce_max(x0, ()); jax.vjp", j, t) is None
+  assert jax.jacfwd(lambda x: lax.reduce_max(x, ()))(1.5) == 1.0   # JAX: that error
+  assert F.deliberate("x", j, _err("AttributeError", "x")) is None
+  assert F.deliberate("x", _err("AttributeError", "'float' object has no attribute 'at'"),
+                      t) is None
+
+
+def test_negative_float_to_unsigned_is_zero():
+  # JAX 0.10.2: 0 eagerly, 4294967295 under jit (XLA wraps); 0 here in both.
+  x = np.array([8, 3], np.uint32)
+  assert jnp.full_like(x, -1.5).tolist() == [0, 0]
+  assert jax.jit(lambda x: jnp.full_like(x, -1.5))(x).tolist() == [0, 0]
+
+
+def test_deliberate_negative_float_to_unsigned():
+  j = _ok(_leaf(np.full((3, 3), 4294967295, np.uint32)))
+  t = _ok(_leaf(np.zeros((3, 3), np.uint32)))
+  assert F.deliberate("jnp.full_like(x0, -1.5); jax.jit", j, t) == "negative-float-to-unsigned"
+  assert F.deliberate("jnp.full_like(x0, -1.5)", j, t) is None   # eager JAX gives 0 too
+  j = _ok(_leaf(np.full((3, 3), 7, np.uint32)))
+  assert F.deliberate("jnp.full_like(x0, -1.5); jax.jit", j, t) is None
+  j = _ok(_leaf(np.full((3,), -1, np.int32)))
+  t = _ok(_leaf(np.zeros((3,), np.int32)))
+  assert F.deliberate("jax.jit", j, t) is None                     # signed: not this

@@ -20,6 +20,8 @@ import zlib
 import numpy as np
 import pytest
 
+import tracejax.numpy  # noqa: F401  (as `import jax` does: the Array methods, x[i] and ==)
+
 from lax_test_util import (ALL, BOOL, COMPLEX, FLOATS, INTS, NUMBER, assert_close, bfloat16,
                            check_primitive, rand)
 from tracejax._src import dtypes

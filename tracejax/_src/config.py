@@ -115,6 +115,9 @@ config.define("jax_numpy_rank_promotion", "allow", choices=("allow", "warn", "ra
 # (random.normal(PRNGKey(0), (10,)) in the quickstart); True: the modern one.
 config.define("jax_threefry_partitionable", False,
               help="Use the partitionable Threefry stream (modern JAX's default).")
+# JAX 0.10.2's default: softmax differentiates its composition, not a custom_jvp.
+config.define("jax_softmax_custom_jvp", False,
+              help="Use a custom_jvp rule (closed form) for jax.nn.softmax.")
 config.define("jax_default_matmul_precision", "", help="Default precision of dot_general.")
 config.define("jax_enable_checks", False, help="Type-check every jaxpr that is built.")
 config.define("jax_platform_name", "", help="Backend to use ('cpu' or 'gpu').")

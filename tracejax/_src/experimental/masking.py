@@ -389,6 +389,10 @@ def _is_poly(d):
   return isinstance(d, Poly)
 
 
+def _is_one(d):
+  return not _is_poly(d) and d == 1
+
+
 def _valid_mask(trace, val, axes):
   """Boolean array of `val`'s padded shape: True inside the logical sizes along `axes`."""
   shape = _aval(val).shape
@@ -412,11 +416,14 @@ def _fill(val, mask, fill):
 def _elementwise_rule(prim):
   def rule(trace, vals, shapes, **params):
     ranked = [s for v, s in zip(vals, shapes) if len(s)]
-    out_shape = ranked[0] if ranked else ()
+    out_shape = tuple(ranked[0]) if ranked else ()
     for s in ranked[1:]:
-      if tuple(s) != tuple(out_shape):
+      # Equal ranks, and size-1 axes broadcast (as jnp leaves them to the lax ops).
+      if len(s) != len(out_shape) or any(
+          a != b and not _is_one(a) and not _is_one(b) for a, b in zip(out_shape, s)):
         raise ShapeError(f"{prim.name} got incompatible shapes {_spec_str(out_shape)} and "
                          f"{_spec_str(s)}")
+      out_shape = tuple(b if _is_one(a) else a for a, b in zip(out_shape, s))
     out = prim.bind(*vals, **params)
     if prim.multiple_results:
       return out, [out_shape] * len(out)

@@ -508,21 +508,25 @@ def _balanced_eq(x, z, y):
   return div(x_eq, y_eq)
 
 
+def minmax_hlo(x, y, dtype, direction, hlo_op):
+  """HLO max ("GT", hlo.maximum) or min ("LT", hlo.minimum); also reduce_max/min's body."""
+  if dtypes.issubdtype(dtype, np.complexfloating):
+    # Complex numbers compare lexicographically (real part, then imaginary part).
+    rx, ry, ix, iy = hlo.real(x), hlo.real(y), hlo.imag(x), hlo.imag(y)
+    rdt = _real_dtype(dtype)
+    real_eq = _compare_hlo(rx, ry, "EQ", rdt)
+    pick_x = hlo.select(real_eq, _compare_hlo(ix, iy, direction, rdt),
+                        _compare_hlo(rx, ry, direction, rdt))
+    return hlo.select(pick_x, x, y)
+  if dtype == np.bool_:
+    return (hlo.or_ if direction == "GT" else hlo.and_)(x, y)
+  return hlo_op(x, y)  # XLA's maximum/minimum propagate NaNs
+
+
 def _minmax_lower(direction, hlo_op):
   def lower(ctx, x, y):
     x, y = broadcast_operands(ctx, x, y)
-    aval = ctx.avals_in[0]
-    if dtypes.issubdtype(aval.dtype, np.complexfloating):
-      # Complex numbers compare lexicographically (real part, then imaginary part).
-      rx, ry, ix, iy = hlo.real(x), hlo.real(y), hlo.imag(x), hlo.imag(y)
-      rdt = _real_dtype(aval.dtype)
-      real_eq = _compare_hlo(rx, ry, "EQ", rdt)
-      pick_x = hlo.select(real_eq, _compare_hlo(ix, iy, direction, rdt),
-                          _compare_hlo(rx, ry, direction, rdt))
-      return [hlo.select(pick_x, x, y)]
-    if aval.dtype == np.bool_:
-      return [(hlo.or_ if direction == "GT" else hlo.and_)(x, y)]
-    return [hlo_op(x, y)]  # XLA's maximum/minimum propagate NaNs
+    return [minmax_hlo(x, y, ctx.avals_in[0].dtype, direction, hlo_op)]
   return lower
 
 
@@ -788,6 +792,34 @@ cos_p = naryop("cos", _inexact, hlo.cosine)
 cos = _wrap(cos_p, "Elementwise cosine: cos(x).")
 ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
 utils.defvectorized(cos_p)
+
+
+def _sin_cos_lower(is_sin):
+  """Complex sin/cos from real parts, as JAX lowers them (XLA's own round differently):
+  sin(a+ib) = sin a cosh b + i cos a sinh b, cos(a+ib) = cos a cosh b - i sin a sinh b,
+  cosh/sinh from expm1; at a = 0 the term with sin a is 0 (no 0 * inf NaN)."""
+  def lower(ctx, x):
+    aval = ctx.avals_in[0]
+    if not dtypes.issubdtype(aval.dtype, np.complexfloating):
+      return [(hlo.sine if is_sin else hlo.cosine)(x)]
+    raval = aval.update(dtype=_real_dtype(aval.dtype))
+    a, b, two, zero = hlo.real(x), hlo.imag(x), _full(2, raval), _full(0, raval)
+    sn, cs = hlo.sine(a), hlo.cosine(a)
+    e1m, e2m = hlo.exponential_minus_one(b), hlo.exponential_minus_one(hlo.negate(b))
+    snh = hlo.divide(hlo.subtract(e1m, e2m), two)
+    csh = hlo.divide(hlo.add(hlo.add(e1m, e2m), two), two)
+    if is_sin:
+      re, im = hlo.multiply(sn, csh), hlo.multiply(cs, snh)
+    else:
+      re, im = hlo.multiply(cs, csh), hlo.multiply(hlo.negate(sn), snh)
+    at_zero = hlo.complex(zero, im) if is_sin else hlo.complex(re, zero)
+    a_is_zero = _compare_hlo(a, zero, "EQ", raval.dtype)
+    return [hlo.select(a_is_zero, at_zero, hlo.complex(re, im))]
+  return lower
+
+
+mlir.register_lowering(sin_p, _sin_cos_lower(True))
+mlir.register_lowering(cos_p, _sin_cos_lower(False))
 
 tan_p = naryop("tan", _inexact, hlo.tan)
 tan = _wrap(tan_p, "Elementwise tangent: tan(x).")

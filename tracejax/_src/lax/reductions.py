@@ -45,17 +45,28 @@ def _scalar_type(dtype):
   return ir.RankedTensorType.get((), mlir.dtype_to_ir_type(dtype))
 
 
-def _monoid_lowering(body_op, identity):
-  """Lowering to one `stablehlo.reduce` with body `body_op` and init `identity(dtype)`."""
+def _monoid_lowering(body_op, identity, with_dtype=False):
+  """Lowering to one `stablehlo.reduce` with body `body_op` and init `identity(dtype)`
+  (`body_op(a, b, dtype)` when `with_dtype`)."""
   def lower(ctx, x, *, axes, **_):
     dtype = ctx.avals_in[0].dtype
     init = mlir.ir_constant(np.array(identity(dtype), dtype))
     op = hlo.ReduceOp([mlir.aval_to_ir_type(ctx.avals_out[0])], [x], [init], list(axes))
     block = op.body.blocks.append(_scalar_type(dtype), _scalar_type(dtype))
     with ir.InsertionPoint(block):
-      hlo.return_([body_op(*block.arguments)])
+      args = (*block.arguments, dtype) if with_dtype else block.arguments
+      hlo.return_([body_op(*args)])
     return list(op.results)
   return lower
+
+
+def _chooser_body(direction, hlo_op):
+  # The body of elementwise max/min: lexicographic for complex numbers, as in JAX
+  # (XLA's own maximum orders complex numbers differently).
+  def body(a, b, dtype):
+    from tracejax._src.lax import elementwise
+    return elementwise.minmax_hlo(a, b, dtype, direction, hlo_op)
+  return body
 
 
 def _get_max_identity(dtype):
@@ -152,13 +163,15 @@ reduce_max_p = standard_primitive(_reduce_op_shape_rule,
                                   _reduce_dtype_rule("reduce_max", utils._any), "reduce_max")
 ad.defjvp2(reduce_max_p, _reduce_chooser_jvp_rule)
 utils.defreducer(reduce_max_p)
-mlir.register_lowering(reduce_max_p, _monoid_lowering(hlo.maximum, _get_max_identity))
+mlir.register_lowering(reduce_max_p, _monoid_lowering(_chooser_body("GT", hlo.maximum),
+                                                      _get_max_identity, True))
 
 reduce_min_p = standard_primitive(_reduce_op_shape_rule,
                                   _reduce_dtype_rule("reduce_min", utils._any), "reduce_min")
 ad.defjvp2(reduce_min_p, _reduce_chooser_jvp_rule)
 utils.defreducer(reduce_min_p)
-mlir.register_lowering(reduce_min_p, _monoid_lowering(hlo.minimum, _get_min_identity))
+mlir.register_lowering(reduce_min_p, _monoid_lowering(_chooser_body("LT", hlo.minimum),
+                                                      _get_min_identity, True))
 
 
 # =============================================================================

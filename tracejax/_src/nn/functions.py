@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from tracejax._src import dtypes
+from tracejax._src.config import config
 from tracejax._src.custom_derivatives import custom_jvp
 from tracejax._src.jit import jit
 from tracejax._src.lax.misc import stop_gradient
@@ -266,17 +267,25 @@ def log_softmax(x, axis=-1, where=None, initial=None):
 def softmax(x, axis=-1, where=None, initial=None):
   r"""Softmax: :math:`e^{x_i} / \sum_j e^{x_j}` along `axis` (int, tuple or None).
 
-  Without `where` the derivative is the closed form `y * (t - sum(y * t))`
-  (a `custom_jvp`), which is cheaper and better conditioned than differentiating
-  through exp/sum/divide. `where` masks elements out; masked outputs are 0.
+  As in JAX (whose `jax_softmax_custom_jvp` flag defaults to False), the derivative
+  is that of the composition exp/sum/divide, the max subtracted under
+  `stop_gradient`; with the flag on (and no `where`) it is the closed form
+  `y * (t - sum(y * t))` of a `custom_jvp`. `where` masks elements out; masked
+  outputs are 0.
   """
   del initial
   x = jnp.asarray(x)
   if not jnp.issubdtype(x.dtype, jnp.inexact):
     # ints/bools: the default float (an int array has no -inf for the max's `initial`)
     x = x.astype(dtypes.canonicalize_dtype(np.float64))
-  if where is None:
+  if where is None and config.jax_softmax_custom_jvp:
     return _softmax(x, _axis_key(axis))
+  if where is None:
+    # The order of JAX's operations (x - max, exp, sum, divide), so that rounding
+    # (bfloat16 second derivatives especially) agrees with it.
+    unnormalized = jnp.exp(x - stop_gradient(
+        jnp.max(x, axis, initial=-jnp.inf, keepdims=True)))
+    return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
   x_max = jnp.max(x, axis, where=where, initial=-jnp.inf, keepdims=True)
   x_safe = jnp.where(where, x, -jnp.inf)
   unnormalized = jnp.exp(x_safe - stop_gradient(x_max))

@@ -350,7 +350,8 @@ _TRACEJAX_DIR = __file__.rsplit("/_src/", 1)[0] + "/"
 
 
 def promote_shapes(fun_name, *args):
-  """Broadcast `args` to a common shape, applying the rank-promotion policy.
+  """Bring `args` to a common rank (leading size-1 axes), applying the rank-promotion
+  policy, as JAX does: size-1 axes are left for the lax operators to broadcast.
 
   Rank-0 operands are left alone (lax broadcasts them), and promoting a
   rank-0 operand is not rank promotion.
@@ -365,7 +366,11 @@ def promote_shapes(fun_name, *args):
   if len({len(s) for s in nonscalar}) > 1:
     _check_rank_promotion(fun_name, shapes)
   out_shape = broadcast_shapes(*shapes)
-  return [x if (not s or s == out_shape) else broadcast_to(x, out_shape)
+  # As JAX: operands are only brought to the result's rank (leading size-1 axes);
+  # the lax operators broadcast size-1 axes themselves, so derivatives sum over
+  # those axes where JAX's do.
+  nd = len(out_shape)
+  return [x if (not s or len(s) == nd) else broadcast_to(x, (1,) * (nd - len(s)) + s)
           for x, s in zip(args, shapes)]
 
 

@@ -8,12 +8,13 @@ input checking (`overwrite_a`, `overwrite_b`, `check_finite`, `lwork`, `debug`,
 `turbo`) are accepted and have no effect.
 
 The matrix exponential is the scaling-and-squaring Padé algorithm of Higham
-(2005), chosen per batch (see `expm`); its Fréchet derivative is the derivative
-of that algorithm (Al-Mohy and Higham, 2009), so `expm` differentiates in
-forward and reverse mode. The later SciPy names (`schur`, `sqrtm`, `polar`,
+(2005), step for step as JAX runs it (see `expm`); its Fréchet derivative is the
+derivative of that algorithm (Al-Mohy and Higham, 2009), so `expm` differentiates
+in forward and reverse mode. The later SciPy names (`schur`, `sqrtm`, `polar`,
 `hessenberg`, `eigh_tridiagonal`, `toeplitz`, `hilbert`) are in
 `_src/scipy/linalg_extra.py`; `tracejax.scipy.linalg` re-exports both modules.
 """
+import functools
 import math
 import operator
 from fractions import Fraction
@@ -24,6 +25,7 @@ from tracejax._src import dtypes
 from tracejax._src.api import jvp
 from tracejax._src.control_flow import cond, switch, scan
 from tracejax._src.control_flow.solves import custom_linear_solve
+from tracejax._src.jit import inline_jit
 from tracejax._src.lax import elementwise as lax_ew
 from tracejax._src.lax import linalg as lax_linalg
 from tracejax._src.lax import misc as lax_misc
@@ -66,11 +68,6 @@ def _H(x):
     return x
   # real/imag rather than conj: lax.conj's abstract eval mistypes complex128.
   return lax_ew.complex(lax_ew.real(x), lax_ew.neg(lax_ew.imag(x)))
-
-
-def _eye_like(a):
-  shape = util.shape(a)
-  return util.broadcast_to(creation.eye(shape[-1], dtype=util.dtype_of(a)), shape)
 
 
 def _rhs(fun_name, a, b):
@@ -520,120 +517,112 @@ def _pade_coefficients(m):
 
 # Higham (2005), "The scaling and squaring method for the matrix exponential
 # revisited": theta_m, the largest 1-norm for which the degree-m approximant is
-# accurate to the unit roundoff, in double and in single precision.
+# accurate to the unit roundoff, in double and in single precision. As in JAX, the
+# top degree's theta is the norm scaled down to, and the others pick the degree.
 _THETA64 = {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e-1,
             9: 2.097847961257068e0, 13: 5.371920351148152e0}
 _THETA32 = {3: 4.258730016922831e-1, 5: 1.880152677804762e0, 7: 3.925724783138660e0}
-
-
-def _add_identity(x, coeff):
-  return ufuncs.add(x, ufuncs.multiply(_eye_like(x), np.array(coeff, util.dtype_of(x))))
 
 
 def _scaled(x, coeff):
   return ufuncs.multiply(x, np.array(coeff, util.dtype_of(x)))
 
 
+def _sum_terms(terms, ident, coeff):
+  """terms[0] + terms[1] + ... + coeff * I, added left to right (JAX's order)."""
+  total = terms[0]
+  for t in terms[1:]:
+    total = ufuncs.add(total, t)
+  return ufuncs.add(total, _scaled(ident, coeff))
+
+
 def _pade(A, m):
   """(U, V) of the degree-m approximant: exp(A) ~ (V - U)^-1 (V + U), where U holds
-  the odd and V the even powers of A."""
+  the odd and V the even powers of A; each sum runs from the highest power down, and
+  the products are at HIGHEST precision, as JAX evaluates them."""
+  from tracejax._src.lax.dot import Precision
   b = _pade_coefficients(m)
-  mm = products.matmul
+
+  def mm(x, y):
+    return products.dot(x, y, precision=Precision.HIGHEST)
+  ident = creation.eye(util.shape(A)[-1], dtype=util.dtype_of(A))
   A2 = mm(A, A)
   if m == 13:
     # Higham's evaluation: 6 products in all.
     A4 = mm(A2, A2)
     A6 = mm(A4, A2)
     u_hi = ufuncs.add(ufuncs.add(_scaled(A6, b[13]), _scaled(A4, b[11])), _scaled(A2, b[9]))
-    u_lo = _add_identity(ufuncs.add(ufuncs.add(_scaled(A6, b[7]), _scaled(A4, b[5])),
-                                    _scaled(A2, b[3])), b[1])
-    U = mm(A, ufuncs.add(mm(A6, u_hi), u_lo))
+    U = mm(A, _sum_terms([mm(A6, u_hi), _scaled(A6, b[7]), _scaled(A4, b[5]),
+                          _scaled(A2, b[3])], ident, b[1]))
     v_hi = ufuncs.add(ufuncs.add(_scaled(A6, b[12]), _scaled(A4, b[10])), _scaled(A2, b[8]))
-    v_lo = _add_identity(ufuncs.add(ufuncs.add(_scaled(A6, b[6]), _scaled(A4, b[4])),
-                                    _scaled(A2, b[2])), b[0])
-    V = ufuncs.add(mm(A6, v_hi), v_lo)
+    V = _sum_terms([mm(A6, v_hi), _scaled(A6, b[6]), _scaled(A4, b[4]), _scaled(A2, b[2])],
+                   ident, b[0])
     return U, V
   powers = [None, A2]                        # powers[j] = A^(2j)
   for _ in range(2, (m - 1) // 2 + 1):
     powers.append(mm(powers[-1], A2))
-  u_sum = _add_identity(_scaled(powers[1], b[3]), b[1])
-  v_sum = _add_identity(_scaled(powers[1], b[2]), b[0])
-  for j in range(2, (m - 1) // 2 + 1):
-    u_sum = ufuncs.add(u_sum, _scaled(powers[j], b[2 * j + 1]))
-    v_sum = ufuncs.add(v_sum, _scaled(powers[j], b[2 * j]))
-  return mm(A, u_sum), v_sum
+  top = (m - 1) // 2
+  U = mm(A, _sum_terms([_scaled(powers[j], b[2 * j + 1]) for j in range(top, 0, -1)],
+                       ident, b[1]))
+  V = _sum_terms([_scaled(powers[j], b[2 * j]) for j in range(top, 0, -1)], ident, b[0])
+  return U, V
 
 
-def _expm(A, upper_triangular, max_squarings):
-  """exp(A) for A [..., n, n] of an inexact dtype (n > 0)."""
+@inline_jit(static_argnames=("upper_triangular", "max_squarings"))
+def _expm(A, *, upper_triangular, max_squarings):
+  """exp(A) for A [..., n, n] of an inexact dtype (n > 0), computed as JAX computes it
+  (the same steps, so that rounding agrees): s = max(0, floor(log2(|A|_1 / theta_top)))
+  squarings of the approximant at A / 2^s, whose degree is the first whose theta
+  exceeds the unscaled |A|_1 (else the top one); NaN where s > max_squarings."""
+  if util.ndim(A) > 2:
+    from tracejax._src.numpy.vectorize import vectorize
+    return vectorize(lambda a: _expm(a, upper_triangular=upper_triangular,
+                                     max_squarings=max_squarings),
+                     signature="(n,n)->(n,n)")(A)
+  from tracejax._src.numpy.histograms import digitize
   dt = util.dtype_of(A)
   real = dtypes.to_real_dtype(dt)
   thetas = _THETA64 if np.dtype(real) == np.float64 else _THETA32
   degrees = sorted(thetas)
-  top = degrees[-1]
-  A_const = lax_misc.stop_gradient(A)
-  norm = reductions.max(reductions.sum(ufuncs.abs(A_const), axis=-2), axis=-1)
-  # JAX gives NaN, with a zero derivative, for a matrix that needs more than
-  # max_squarings squarings (floor(log2(norm / theta)) > max_squarings, fuzzer seed 200):
-  # such a matrix is computed as A * 0 (finite, so its derivative is 0; an inf entry
-  # still gives NaN, as in JAX) and replaced by NaN at the end.
-  too_big = ufuncs.greater(ufuncs.floor(ufuncs.log2(ufuncs.divide(
-      norm, np.array(thetas[top], real)))), max_squarings)[..., None, None]
-  A = ufuncs.where(too_big, ufuncs.multiply(A, np.array(0, dt)), A)
-  nan = np.array(np.nan, dt)
-  # The smallest degree accurate for each matrix (SciPy's choice), and one degree for
-  # the whole batch: the largest needed, computed once in a conditional (a higher
-  # degree is at least as accurate, and the lower ones are then never evaluated).
-  need = reductions.sum(ufuncs.greater(shape_ops.expand_dims(norm, -1),
-                                       np.array([thetas[d] for d in degrees[:-1]], real)),
-                        axis=-1).astype(np.int32)
-  branch = reductions.max(need) if util.ndim(need) else need
-  # Squarings of the top degree: the fewest that bring the norm under its theta.
-  s = ufuncs.ceil(ufuncs.log2(ufuncs.divide(norm, np.array(thetas[top], real))))
-  s = ufuncs.where(ufuncs.isnan(s), 0, ufuncs.clip(s, 0, max_squarings))
-  s = s.astype(np.int32)
+  norm = np_linalg.norm(A, 1)
+  n_squarings = ufuncs.maximum(0, ufuncs.floor(ufuncs.log2(
+      ufuncs.divide(norm, thetas[degrees[-1]]))))
+  A = ufuncs.divide(A, ufuncs.power(2, n_squarings.astype(dt)))
+  idx = digitize(norm, np.array([thetas[d] for d in degrees[:-1]], real))
+  U, V = switch(idx, [functools.partial(_pade, m=m) for m in degrees], A)
+  P = ufuncs.add(U, V)
+  Q = ufuncs.add(ufuncs.negative(U), V)
 
-  def low_degree(m):
-    def branch_fn(A, s):
-      U, V = _pade(A, m)
-      return U, V, ufuncs.multiply(s, 0)
-    return branch_fn
+  def compute(args):
+    _, P, Q = args
+    if upper_triangular:
+      R = solve_triangular(Q, P)
+    else:
+      R = np_linalg.solve(Q, P)
+    # Undo the scaling: R <- R @ R, n_squarings times, in a scan of fixed length (so
+    # reverse mode works) whose steps past n_squarings are skipped by a conditional.
+    from tracejax._src.lax.dot import Precision
 
-  def top_degree(A, s):
-    scale = ufuncs.exp2(ufuncs.negative(s.astype(real))).astype(dt)
-    return (*_pade(ufuncs.multiply(A, scale[..., None, None]), top), s)
+    def step(R, i):
+      return cond(ufuncs.less(i, n_squarings),
+                  lambda x: products.dot(x, x, precision=Precision.HIGHEST),
+                  lambda x: x, R), None
+    R, _ = scan(step, R, creation.arange(max_squarings, dtype=util.dtype_of(n_squarings)))
+    return R
 
-  U, V, s = switch(branch, [low_degree(m) for m in degrees[:-1]] + [top_degree], A, s)
-  P = ufuncs.add(V, U)
-  Q = ufuncs.subtract(V, U)
-  if upper_triangular:
-    R = lax_linalg.triangular_solve(Q, P, left_side=True, lower=False)
-  else:
-    R = np_linalg._solve_matrices(Q, P)
-  if max_squarings == 0:
-    return ufuncs.where(too_big, nan, R)
-  # Undo the scaling: R <- R @ R, s times for each matrix. A scan of fixed length
-  # (so reverse mode works) whose steps past the batch's largest s are skipped by a
-  # conditional on a scalar.
-  s_max = reductions.max(s) if util.ndim(s) else s
-
-  def step(R, i):
-    def square(R):
-      return ufuncs.where(ufuncs.less(i, s)[..., None, None], products.matmul(R, R), R)
-    return cond(ufuncs.less(i, s_max), square, lambda R: R, R), None
-
-  R, _ = scan(step, R, creation.arange(max_squarings, dtype=np.int32))
-  return ufuncs.where(too_big, nan, R)
+  def all_nan(args):
+    return creation.full_like(args[0], np.nan)
+  return cond(ufuncs.greater(n_squarings, max_squarings), all_nan, compute, (A, P, Q))
 
 
 def expm(A, *, upper_triangular=False, max_squarings=16):
   """The matrix exponential of `A` [..., n, n], by scaling and squaring with a Padé
   approximant (Higham 2005).
 
-  The degree (3, 5, 7, 9 or 13 in double precision; 3, 5 or 7 in single) is the
-  smallest whose threshold bounds the 1-norm of every matrix of the batch; the
-  top degree scales each matrix by 2^-s to bring it under its threshold and
-  squares the result s times. Differentiable in forward and reverse mode (the
+  Per matrix, as JAX: A is scaled by 2^-s, s = max(0, floor(log2(|A|_1 / theta)))
+  with theta the top degree's threshold, and the result squared s times; the degree
+  (3, 5, 7, 9 or 13 in double precision; 3, 5 or 7 in single) is the smallest whose
+  threshold exceeds the unscaled |A|_1, else the top one. Differentiable in forward and reverse mode (the
   derivative is the Fréchet derivative of the same approximant; see
   `expm_frechet`).
 
@@ -658,7 +647,7 @@ def expm(A, *, upper_triangular=False, max_squarings=16):
                      f"{max_squarings}.")
   if util.shape(A)[-1] == 0:
     return A
-  return _expm(A, bool(upper_triangular), max_squarings)
+  return _expm(A, upper_triangular=bool(upper_triangular), max_squarings=max_squarings)
 
 
 def expm_frechet(A, E, method=None, compute_expm=True):

@@ -204,6 +204,26 @@ def logit(x):
   >>> logit(0.5)
   DeviceArray(0., dtype=float32)
   """
+  if not _LOGIT:
+    # A custom_jvp, as JAX's: the derivative is g / (x (1 - x)), so at x = 0 or 1
+    # it is inf (differentiating log(x / (1 - x)) gives 0 * inf = nan there).
+    from tracejax._src.custom_derivatives import custom_jvp
+    f = custom_jvp(_logit_impl)
+
+    def rule(primals, tangents):
+      from tracejax._src.lax.elementwise import _const
+      x, = primals
+      g, = tangents
+      return f(x), lax.div(g, lax.mul(x, lax.sub(_const(x, 1), x)))
+    f.defjvp(rule)
+    _LOGIT.append(f)
+  return _LOGIT[0](x)
+
+
+_LOGIT = []
+
+
+def _logit_impl(x):
   x, = _promote_inexact(x)
   from tracejax._src.lax.elementwise import _const  # weak for a weak scalar, as JAX's
   return lax.log(lax.div(x, lax.sub(_const(x, 1), x)))

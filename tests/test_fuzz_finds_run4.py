@@ -68,3 +68,21 @@ def test_full_like_weak_real_with_complex_fill():
   import pytest
   with pytest.raises(TypeError):
     jnp.full_like(np.float32(1), 1 - 2j)
+
+
+# ---- scipy.special.polygamma's order must be an integer (JAX 0.10.2, verbatim)
+
+def test_polygamma_order_must_be_integer():
+  import pytest
+  from tracejax.scipy import special as sp
+  for n, dt in [(1., "float32"), (np.float32(1), "float32"), (True, "bool"),
+                (jnp.array([1., 2.]), "float32")]:
+    with pytest.raises(ValueError, match=f"Argument `n` to polygamma must be of integer "
+                                         f"type. Got dtype {dt}."):
+      sp.polygamma(n, 2.)
+  with pytest.raises(ValueError, match="must be of integer type"):
+    jax.jit(sp.polygamma)(1., 2.)
+  r = sp.polygamma(jnp.array([1, 2]), 2.)
+  np.testing.assert_allclose(r, [0.64493406, -0.40411392], rtol=1e-6)
+  assert _typed(r) == ("float32", True)
+  assert _typed(sp.polygamma(np.int8(1), 2)) == ("float32", False)

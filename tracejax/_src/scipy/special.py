@@ -58,6 +58,10 @@ def polygamma(n, x):
   >>> polygamma(1, 1.)   # pi**2 / 6
   DeviceArray(1.644934, dtype=float32)
   """
+  n_dtype = dtypes.dtype(n, canonicalize=True)
+  if not dtypes.is_integer(n_dtype):
+    raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype "
+                     f"{n_dtype}.")
   n, x = _promote_inexact(n, x)
   return lax_special.polygamma(n, x)
 

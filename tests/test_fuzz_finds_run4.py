@@ -86,3 +86,29 @@ def test_polygamma_order_must_be_integer():
   np.testing.assert_allclose(r, [0.64493406, -0.40411392], rtol=1e-6)
   assert _typed(r) == ("float32", True)
   assert _typed(sp.polygamma(np.int8(1), 2)) == ("float32", False)
+
+
+# ---- sinc's derivatives at 0 are its Maclaurin terms (seed 306 #1686)
+
+def test_sinc_derivatives_at_zero():
+  # JAX 0.10.2: -pi**2/3, 0, pi**4/5 (float32, weak for a Python float)
+  d2 = jax.grad(jax.grad(jnp.sinc))(0.)
+  assert _typed(d2) == ("float32", True)
+  np.testing.assert_allclose(d2, -3.2898684, rtol=1e-6)
+  assert float(jax.grad(jax.grad(jax.grad(jnp.sinc)))(0.)) == 0.
+  np.testing.assert_allclose(jax.grad(jax.grad(jax.grad(jax.grad(jnp.sinc))))(0.), 19.481821,
+                             rtol=1e-6)
+  x = np.float32([0., -0., 0.5, 1.])
+  np.testing.assert_allclose(jax.vmap(jax.grad(jax.grad(jnp.sinc)))(x),
+                             [-3.2898684, -3.2898684, -1.190227, 2.0000002], rtol=1e-5)
+  np.testing.assert_allclose(jnp.sinc(x), [1., 1., 0.63661975, -2.7827534e-08], atol=1e-7)
+
+
+# ---- lax.pow of a weak base and a Python int exponent is weak (seed 306 #1631)
+
+def test_pow_python_int_exponent_keeps_weak_type():
+  assert _typed(jax.jit(lambda x: jax.lax.pow(x, 2))(1 - 0.5j)) == ("complex64", True)
+  assert _typed(jax.jit(lambda x: jax.lax.pow(x, 2))(1.5)) == ("float32", True)
+  assert _typed(jax.jit(lambda x: jax.lax.pow(x, np.int32(2)))(1.5)) == ("float32", False)
+  assert _typed(jax.lax.pow(np.float32([2.]), 3)) == ("float32", False)
+  np.testing.assert_allclose(jax.jit(jax.grad(lambda v: jax.lax.pow(v, 2)))(1.5), 3.)

@@ -569,7 +569,7 @@ def _promote_pow_scalars(x, y):
   # An integer exponent stays integer (pow accepts x float, y int); otherwise Python
   # scalars take the other operand's dtype, as in every lax wrapper.
   if type(y) is int and type(x) not in utils._py_scalars:
-    return x, np.array(y, dtypes.default_int_dtype())
+    return x, y   # a weak int exponent (JAX: pow of a weak x and a Python int is weak)
   if type(x) in utils._py_scalars and type(y) not in utils._py_scalars and \
       dtypes.issubdtype(_dtype(y), np.integer):
     return x, y

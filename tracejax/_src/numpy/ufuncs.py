@@ -459,12 +459,39 @@ def hypot(x1, x2, /):
 
 
 def sinc(x, /):
-  """sin(pi x) / (pi x), with sinc(0) = 1."""
+  """sin(pi x) / (pi x), with sinc(0) = 1 and every derivative at 0 exact.
+
+  >>> jax.grad(jax.grad(jnp.sinc))(0.)   # -pi**2 / 3   # doctest: +SKIP
+  Array(-3.2898684, dtype=float32, weak_type=True)
+  """
   x, = util.promote_args_inexact("sinc", x)
   eq_zero = lax.eq(x, _constant_like(x, 0))
   pi_x = lax.mul(_constant_like(x, np.pi), x)
-  safe = _select(eq_zero, lax.add(pi_x, _constant_like(x, 1)), pi_x)
-  return _select(eq_zero, _constant_like(x, 1), lax.div(lax.sin(safe), safe))
+  safe = _select(eq_zero, _constant_like(x, 1), pi_x)
+  # At 0 the value (and, through its custom rule, each derivative) is the Maclaurin
+  # term, as in JAX; the quotient's derivatives there would be 0/0.
+  return _select(eq_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe), safe))
+
+
+_sinc_maclaurin_fn = None
+
+
+def _sinc_maclaurin(k, x):
+  """The k-th derivative of sin(x)/x at 0, shaped (and typed) like `x`; its derivative
+  is the (k+1)-th, so derivatives of every order of sinc at 0 are exact."""
+  global _sinc_maclaurin_fn
+  if _sinc_maclaurin_fn is None:
+    from tracejax._src.custom_derivatives import custom_jvp
+
+    def term(k, x):
+      zero = lax.mul(x, _constant_like(x, 0))
+      return zero if k % 2 else lax.add(zero, _constant_like(x, (-1) ** (k // 2) / (k + 1)))
+
+    f = custom_jvp(term, nondiff_argnums=(0,))
+    f.defjvp(lambda k, primals, tangents: (f(k, primals[0]),
+                                           lax.mul(tangents[0], f(k + 1, primals[0]))))
+    _sinc_maclaurin_fn = f
+  return _sinc_maclaurin_fn(k, x)
 
 
 # ---- rounding ----

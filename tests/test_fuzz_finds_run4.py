@@ -112,3 +112,22 @@ def test_pow_python_int_exponent_keeps_weak_type():
   assert _typed(jax.jit(lambda x: jax.lax.pow(x, np.int32(2)))(1.5)) == ("float32", False)
   assert _typed(jax.lax.pow(np.float32([2.]), 3)) == ("float32", False)
   np.testing.assert_allclose(jax.jit(jax.grad(lambda v: jax.lax.pow(v, 2)))(1.5), 3.)
+
+
+# ---- top_k's tangent is a gather of the input tangent (seed 306 #2382)
+
+def test_top_k_tangent_weak_types():
+  from tracejax import lax
+  # JAX 0.10.2: the jvp keeps a weak tangent weak; grad at a Python float is strong
+  # (the gather's transpose scatters into strong zeros).
+  t = jax.jvp(lambda d: lax.top_k(jnp.ravel(d), 1)[0], (-1.5,), (jnp.ones_like(-1.5) * .5,))[1]
+  assert _typed(t) == ("float32", True) and t.tolist() == [0.5]
+  t = jax.jvp(lambda d: lax.top_k(jnp.ravel(d), 0)[0], (-1.5,), (jnp.ones_like(-1.5) * .5,))[1]
+  assert _typed(t) == ("float32", True) and t.shape == (0,)
+  g = jax.grad(lambda d: lax.top_k(jnp.ravel(d), 1)[0].sum())(1.5)
+  assert _typed(g) == ("float32", False) and float(g) == 1.0
+  x = np.float32([[3., 1., 2.], [0., -1., 5.]])
+  np.testing.assert_array_equal(jax.jvp(lambda d: lax.top_k(d, 2)[0], (x,), (x * 2,))[1],
+                                [[6., 4.], [10., 0.]])
+  np.testing.assert_array_equal(jax.grad(lambda d: lax.top_k(d, 2)[0].sum())(x),
+                                [[1., 0., 1.], [1., 0., 1.]])

@@ -291,26 +291,23 @@ def _top_k_weak_type_rule(operand, *, k):
 
 
 def _top_k_jvp(primals, tangents, *, k):
-  # The output tangent is the input tangent at the selected indices. It is taken
-  # with a one-hot mask over the last axis: select (not multiply, so an inf
-  # elsewhere cannot leak in as nan) and sum. That is exact and uses only linear
-  # primitives that transpose (broadcast, select_n, reduce_sum).
-  from tracejax._src.lax import elementwise
-  from tracejax._src.lax.reductions import reduce_sum
+  # The output tangent is the input tangent at the selected indices: one gather along
+  # the last axis (the others batched), as JAX's rule. So it keeps the tangent's weak
+  # type, and its transpose scatters into (strong) zeros, as JAX's does.
+  from tracejax._src.lax import gather as gather_mod
   (operand,), (t,) = primals, tangents
   values, indices = top_k_p.bind(operand, k=k)
   if type(t) is ad.Zero:
     return [values, indices], [ad.Zero(_aval(values).at_least_vspace()),
                                ad.Zero(_aval(indices).at_least_vspace())]
-  shape = _shape(operand)
-  nd = len(shape)
-  big = shape[:-1] + (k, shape[-1])
-  lead = tuple(range(nd - 1))
-  which = elementwise.eq(broadcasted_iota(np.int32, big, nd),
-                         broadcast_in_dim(indices, big, lead + (nd - 1,)))
-  t_big = broadcast_in_dim(t, big, lead + (nd,))
-  zeros = broadcast_in_dim(np.array(0, _aval(t).dtype), big, ())
-  t_out = reduce_sum(elementwise.select(which, t_big, zeros), (nd,))
+  nd = len(_shape(operand))
+  batch = tuple(range(nd - 1))
+  dnums = gather_mod.GatherDimensionNumbers(
+      offset_dims=(), collapsed_slice_dims=(nd - 1,), start_index_map=(nd - 1,),
+      operand_batching_dims=batch, start_indices_batching_dims=batch)
+  idx = broadcast_in_dim(indices, _shape(indices) + (1,), tuple(range(nd)))
+  t_out = gather_mod.gather(t, idx, dnums, (1,) * nd, indices_are_sorted=False,
+                            unique_indices=True, mode=gather_mod.GatherScatterMode.PROMISE_IN_BOUNDS)
   return [values, indices], [t_out, ad.Zero(_aval(indices).at_least_vspace())]
 
 

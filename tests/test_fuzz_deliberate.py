@@ -257,6 +257,12 @@ def test_deliberate_typed_scalar_passthrough():
   assert F.deliberate("lax.reduce_max(x0, ()); jax.vjp", j, t) is None
   assert jax.jacfwd(lambda x: lax.reduce_max(x, ()))(1.5) == 1.0   # JAX: that error
   assert F.deliberate("x", j, _err("AttributeError", "x")) is None
+  # seed 301 #1141: `(x2 + x2).at[::-1].min(...)` of vjp's untraced bool input
+  j = _err("AttributeError", "'numpy.ndarray' object has no attribute 'at'")
+  t = _ok(_leaf(np.zeros((2, 3), bool)))
+  assert F.deliberate("jax.vjp(lambda d: f0(d), a[2]); (x2 + x2).at[::-1]", j, t) == \
+      "jax-host-arrays-untraced"
+  assert F.deliberate("jax.jit(f0); x.at[::-1]", j, t) is None
   assert F.deliberate("x", _err("AttributeError", "'float' object has no attribute 'at'"),
                       t) is None
 

@@ -131,3 +131,18 @@ def test_top_k_tangent_weak_types():
                                 [[6., 4.], [10., 0.]])
   np.testing.assert_array_equal(jax.grad(lambda d: lax.top_k(d, 2)[0].sum())(x),
                                 [[1., 0., 1.], [1., 0., 1.]])
+
+
+# ---- grad through a user jit types the jit's tangent inputs as its primals
+# (seed 306 #1631, seed 301 #1590 under grad)
+
+def test_grad_through_jit_keeps_weak_cotangent():
+  # JAX 0.10.2: complex64, weak_type=True, 0.651551-0.846143j
+  f = jax.jit(lambda x: x ** x)
+  r = jax.grad(lambda d: 0.0 + jnp.sum(jnp.real(f(d))))(1 - 0.5j)
+  assert _typed(r) == ("complex64", True)
+  np.testing.assert_allclose(r, 0.651551 - 0.846143j, rtol=1e-5)
+  # JAX 0.10.2: weak_type=True, nan at -inf
+  import tracejax.nn  # noqa: F401
+  r = jax.grad(lambda d: jnp.sum(jax.nn.sparse_plus(jax.lax.reshape(d, (1,)))))(-np.inf)
+  assert _typed(r) == ("float32", True) and np.isnan(r)

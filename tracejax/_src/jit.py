@@ -739,8 +739,9 @@ def _jvp_typed_tangents(args, kwargs):
   (one a rule made strong, as x**2's) enters weak, so what the function computes from
   it is weak again. Handled: a forward JVP trace on top, or under vmaps (eager jvp,
   jvp under jit or of a vmap); staged code inlines these calls before any JVP sees
-  them, as JAX's staging does. Linearizing (vjp, grad, linearize) is left alone: there
-  JAX's retyping is a type on a staged variable, not an operation a replay repeats."""
+  them, as JAX's staging does. Linearizing (vjp, grad, linearize) is left alone: JAX
+  inlines an inline jit into the staged tangent computation, losing the retyping; a
+  real jit's is `ad._linearize_call`'s (an identity `weak_retype`)."""
   from tracejax._src.interpreters import ad, batching
   top = _trace_ctx.trace
   if type(top) not in (ad.JVPTrace, batching.BatchTrace):

@@ -44,6 +44,8 @@ def is_undefined_primal(x):
 from tracejax._src.core.trace import Primitive  # noqa: E402
 
 add_any_p = Primitive("add_any")
+# A linearized jit's tangent input typed as its primal (rules: lax/ad_zeros.py).
+weak_retype_p = Primitive("weak_retype")
 
 
 def add_tangents(x, y):
@@ -381,8 +383,18 @@ def _linearize_call(jvp_trace, call_jaxpr, primals, tangents):
     known_in.append(x)
     return known_st.new_arg(avals_mod.raise_to_shaped(x.aval))
 
+  def typed_as_primal(t, p):
+    # JAX types the call's tangent inputs as its primals (a weak primal's strong
+    # tangent is weak inside the call); a staged tangent is retyped in the call.
+    if isinstance(t, Tracer) and t._trace is unk_st:
+      pw = getattr(_aval_of(p), "weak_type", False)
+      if t.aval.weak_type != pw and t.aval.dtype != dtypes.float0:
+        with set_current_trace(unk_st):
+          return weak_retype_p.bind(t, weak_type=pw)
+    return t
+
   in_p = [bring_in(p) for p in primals]
-  in_t = [bring_in(t) for t in tangents]
+  in_t = [typed_as_primal(bring_in(t), p) for t, p in zip(tangents, primals)]
   inner_pe = PartialEvalTrace(known_st, unk_st)
   inner = JVPTrace(inner_pe)
   ins = [p if type(t) is Zero else JVPTracer(inner, p, t) for p, t in zip(in_p, in_t)]
@@ -414,8 +426,11 @@ def _linearize_call(jvp_trace, call_jaxpr, primals, tangents):
         for v, k in zip(known_jaxpr.outvars, kvals[:len(known_outs)])]
   kvals_it = iter(kvals[len(known_outs):])
   res_vals = [next(kvals_it) if k else r for r, k in zip(res, known_res)]
-  with set_current_trace(pe.tangent_trace):
+  tt = pe.tangent_trace
+  start = len(tt.eqns)
+  with set_current_trace(tt):
     uvals = ir.eval_jaxpr(unk_jaxpr, res_vals, *unk_in)
+  _mark_call_region(tt.eqns, start)
   k_it, u_it = iter(kvals[:len(known_outs)]), iter(uvals)
   final = [v if type(v) is Zero else next(u_it) if u else next(k_it)
            for v, u in zip(vals, unknown)]
@@ -428,6 +443,23 @@ def _linearize_call(jvp_trace, call_jaxpr, primals, tangents):
     t_out = [_device_copy(t) if type(t) is not Zero and any(t is x for x in tangents)
              and _aval_of(t).dtype != dtypes.float0 else t for t in t_out]
   return [jvp_trace._wrap(p, t) for p, t in zip(p_out, t_out)]
+
+
+class _CallEqn(ir.JaxprEqn):
+  """A linear equation staged from inside a linearized jit call: `call` names the
+  outermost such call (see `backward_pass`)."""
+  __slots__ = ("call",)
+
+
+def _mark_call_region(eqns, start):
+  """Mark `eqns[start:]` (just staged by one inlined call) as that call's; a call
+  inside it is marked again here, so each equation names its outermost call."""
+  call = object()
+  for i in range(start, len(eqns)):
+    e = eqns[i]
+    new = _CallEqn(e.invars, e.outvars, e.primitive, e.params, e.source_info)
+    new.call = call
+    eqns[i] = new
 
 
 def _literal_array(lit):
@@ -506,10 +538,13 @@ def backward_pass(jaxpr, consts, cts_out):
     known[v] = c
   # Forward: evaluate equations with no linear inputs (e.g. zeros built from residuals).
   lin_eqns = []
+  def_call = {}  # a var defined inside a linearized jit call -> that (outermost) call
   for eqn in jaxpr.eqns:
     if any(type(v) is ir.Var and v in linear_vars for v in eqn.invars):
       lin_eqns.append(eqn)
       linear_vars.update(eqn.outvars)
+      if type(eqn) is _CallEqn:
+        def_call.update(dict.fromkeys(eqn.outvars, eqn.call))
     else:
       vals = [ir._literal_value(v) if type(v) is ir.Literal else known[v] for v in eqn.invars]
       out = eqn.primitive.bind(*vals, **eqn.params)
@@ -517,20 +552,45 @@ def backward_pass(jaxpr, consts, cts_out):
         known[v] = x
 
   ct_env = {}
+  # Equations from inside a linearized jit call (`_CallEqn`s, see `_linearize_call`)
+  # are transposed as JAX transposes the call: traced, so that cotangents summed inside
+  # it take the first one's type (add_any's abstract eval), even when this pass runs
+  # eagerly; what the call hands back joins the cotangents outside it as usual.
+  pending = {}        # cotangents summed inside the call being transposed
+  active = [None]     # that call
 
   def write_ct(v, ct):
     if type(v) is not ir.Var or ct is None or type(ct) is Zero or v not in linear_vars:
+      return
+    call = active[0]
+    if call is not None:
+      prev = pending.get(v)
+      if prev is None and def_call.get(v) is call:
+        prev = ct_env.pop(v, None)  # the call's output: its cotangent comes in first
+      pending[v] = ct if prev is None else _traced_add(prev, ct)
       return
     prev = ct_env.get(v)
     ct_env[v] = ct if prev is None else add_tangents(prev, ct)
 
   def read_ct(v):
-    ct = ct_env.pop(v, None)
+    ct = pending.pop(v, None) if pending else None
+    if ct is None:
+      ct = ct_env.pop(v, None)
     return Zero(v.aval) if ct is None else ct
+
+  def enter(call):
+    if call is not active[0]:
+      active[0] = None
+      for v, ct in list(pending.items()):
+        write_ct(v, ct)
+      pending.clear()
+      active[0] = call
 
   for v, ct in zip(jaxpr.outvars, cts_out):
     write_ct(v, ct)
   for eqn in reversed(lin_eqns):
+    if def_call:
+      enter(eqn.call if type(eqn) is _CallEqn else None)
     cts = [read_ct(v) for v in eqn.outvars]
     if all(type(ct) is Zero for ct in cts):
       # No cotangent reaches this equation: its inputs' cotangents are zero. Skipping
@@ -545,7 +605,18 @@ def backward_pass(jaxpr, consts, cts_out):
     ct_in = rule(cts if eqn.primitive.multiple_results else cts[0], *args, **eqn.params)
     for v, ct in zip(eqn.invars, ct_in):
       write_ct(v, ct)
+  enter(None)
   return [read_ct(v) if v in ct_env else Zero(v.aval) for v in jaxpr.invars]
+
+
+def _traced_add(x, y):
+  """x + y typed as traced code types it (as x): an eager add_any is weak only when
+  both operands are."""
+  out = add_tangents(x, y)
+  xw = getattr(_aval_of(x), "weak_type", False)
+  if _aval_of(out).weak_type != xw:
+    out = weak_retype_p.bind(out, weak_type=xw)
+  return out
 
 
 def _call_transpose(ct, *args, call_jaxpr, **params):

@@ -9,7 +9,7 @@ import numpy as np
 from tracejax._src import dispatch
 from tracejax._src import dtypes
 from tracejax._src.core.avals import ShapedArray
-from tracejax._src.interpreters import ad
+from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering as mlir
 from tracejax._src.interpreters.lowering import hlo
 from tracejax._src.lax import utils
@@ -71,3 +71,32 @@ def _zeros_like_aval(aval):
 
 
 ad._zeros_maker[0] = _zeros_like_aval
+
+
+# ---- weak_retype: a linearized jit's tangent input typed as its primal ----
+# JAX keeps a (non-inline) jit a call when it linearizes it, and the call's tangent
+# inputs are typed as their primals: a strong tangent of a weak primal (one a rule made
+# strong, as x**2's) is weak inside the call. The call is inlined here, so the staged
+# tangent is retyped; JAX's transposed call hands the cotangent back as computed, so the
+# transpose is the identity (unlike convert_element_type's, which restores the type).
+
+def _weak_retype_impl(x, *, weak_type):
+  return convert_element_type_p.bind(x, new_dtype=x.dtype, weak_type=weak_type)
+
+
+ad.weak_retype_p.def_impl(_weak_retype_impl)
+ad.weak_retype_p.def_abstract_eval(
+    lambda x, *, weak_type: ShapedArray(x.shape, x.dtype, weak_type))
+
+
+def _weak_retype_transpose(ct, x, *, weak_type):
+  del weak_type
+  return [ad.Zero(x.aval) if type(ct) is ad.Zero else ct]
+
+
+ad.primitive_transposes[ad.weak_retype_p] = _weak_retype_transpose
+ad.linear_primitives.add(ad.weak_retype_p)
+ad.linear_jvp(ad.weak_retype_p)
+batching.primitive_batchers[ad.weak_retype_p] = \
+    lambda args, dims, **params: (ad.weak_retype_p.bind(*args, **params), dims[0])
+mlir.register_lowering(ad.weak_retype_p, lambda ctx, x, **params: [x])

@@ -267,20 +267,35 @@ def test_deliberate_typed_scalar_passthrough():
                       t) is None
 
 
-def test_negative_float_to_unsigned_is_zero():
-  # JAX 0.10.2: 0 eagerly, 4294967295 under jit (XLA wraps); 0 here in both.
-  x = np.array([8, 3], np.uint32)
-  assert jnp.full_like(x, -1.5).tolist() == [0, 0]
-  assert jax.jit(lambda x: jnp.full_like(x, -1.5))(x).tolist() == [0, 0]
+def test_out_of_range_float_constants_to_int_as_eager_jax():
+  # JAX 0.10.2 eagerly: 0, 0, 2147483647, 255; under jit it gives 4294967295,
+  # -2147483648, -2147483648, 44. Here the eager values in both.
+  cases = [(np.array([8, 3], np.uint32), -1.5, 0), (np.int32([1]), np.nan, 0),
+           (np.int32([1]), np.inf, 2147483647), (np.uint8([1]), 300.5, 255)]
+  import warnings
+  for x, fill, want in cases:
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")
+      assert jnp.full_like(x, fill).tolist() == [want] * x.size
+      assert jax.jit(lambda x: jnp.full_like(x, fill))(x).tolist() == [want] * x.size
 
 
-def test_deliberate_negative_float_to_unsigned():
+def test_deliberate_float_to_int_out_of_range():
+  name = "float-to-int-out-of-range"
   j = _ok(_leaf(np.full((3, 3), 4294967295, np.uint32)))
   t = _ok(_leaf(np.zeros((3, 3), np.uint32)))
-  assert F.deliberate("jnp.full_like(x0, -1.5); jax.jit", j, t) == "negative-float-to-unsigned"
-  assert F.deliberate("jnp.full_like(x0, -1.5)", j, t) is None   # eager JAX gives 0 too
-  j = _ok(_leaf(np.full((3, 3), 7, np.uint32)))
+  assert F.deliberate("jnp.full_like(x0, -1.5); jax.jit", j, t) == name
+  assert F.deliberate("jnp.full_like(x0, -1.5)", j, t) is None   # eager JAX agrees
+  assert F.deliberate("jnp.sum(x0); jax.jit", j, t) is None      # no conversion
+  j = _ok(_leaf(np.full((3, 3), 7, np.uint32)), )
+  t = _ok(_leaf(np.full((3, 3), 8, np.uint32)))
   assert F.deliberate("jnp.full_like(x0, -1.5); jax.jit", j, t) is None
-  j = _ok(_leaf(np.full((3,), -1, np.int32)))
-  t = _ok(_leaf(np.zeros((3,), np.int32)))
-  assert F.deliberate("jax.jit", j, t) is None                     # signed: not this
+  # seed 307 #296, #2690 (x64 on): NaN and inf to int64
+  j = _ok(_leaf(np.full((2,), -2**63, np.int64)))
+  t = _ok(_leaf(np.zeros((2,), np.int64)))
+  assert F.deliberate("jnp.full_like(v0, float('nan')); jax.jit(f0)", j, t) == name
+  j = _ok(_leaf(np.int64(-2**63), weak=True))
+  t = _ok(_leaf(np.int64(2**63 - 1), weak=True))
+  assert F.deliberate("jnp.full_like(x1, float('inf')); jax.jit(f0)", j, t) == name
+
+

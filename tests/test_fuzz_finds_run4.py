@@ -146,3 +146,30 @@ def test_grad_through_jit_keeps_weak_cotangent():
   import tracejax.nn  # noqa: F401
   r = jax.grad(lambda d: jnp.sum(jax.nn.sparse_plus(jax.lax.reshape(d, (1,)))))(-np.inf)
   assert _typed(r) == ("float32", True) and np.isnan(r)
+
+
+# ---- angle of a 0-d real input is in the default float type (seed 307, x64 on)
+
+def test_angle_zero_d_real_goes_to_default_float():
+  from tracejax._src.config import enable_x64
+  # JAX 0.10.2 with x64: float64 for a 0-d float32/bfloat16, float32 for a 1-d float32
+  with enable_x64():
+    assert _typed(jnp.angle(np.float32(0.8))) == ("float64", False)
+    assert _typed(jnp.angle(jnp.bfloat16(-1.1))) == ("float64", False)
+    assert float(jnp.angle(jnp.bfloat16(-1.1))) == np.pi
+    assert _typed(jnp.angle(np.float32([0.8]))) == ("float32", False)
+    assert _typed(jnp.angle(np.float32(-2), deg=True)) == ("float64", False)
+    # the cotangent of a weak input comes back weak through the strong conversion
+    assert _typed(jax.vjp(jnp.angle, 0.5)[1](1.)[0]) == ("float64", True)
+  assert _typed(jnp.angle(jnp.bfloat16(-1.1))) == ("float32", False)
+  assert _typed(jax.vjp(jnp.angle, 0.5)[1](1.)[0]) == ("float32", True)
+
+
+# ---- tril/triu keep a weak bool weak (lax.select, as JAX's) (seed 307 #3836)
+
+def test_tril_triu_keep_weak_bool():
+  b = jnp.less_equal(np.uint64([[0, 3], [1, 9]]), 3.0)
+  assert _typed(b) == ("bool", True)
+  r = jnp.tril(b, -1)
+  assert _typed(r) == ("bool", True) and r.tolist() == [[False, False], [True, False]]
+  assert _typed(jnp.triu(b)) == ("bool", True)

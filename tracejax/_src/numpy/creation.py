@@ -659,8 +659,8 @@ def tril(m, k=0):
   from tracejax._src.numpy import ufuncs
   m = util.to_array(m)
   k = util.concrete_int(k, "'k' argument of jnp.tril")
-  return ufuncs.where(util.broadcast_to(_tri_mask(m, k, True), util.shape(m)), m,
-                      zeros_like(m))
+  # lax.select (not jnp.where, which makes a weak bool strong), as JAX's tril
+  return ufuncs._select(_tri_mask(m, k, True), m, zeros_like(m))
 
 
 def triu(m, k=0):
@@ -668,8 +668,7 @@ def triu(m, k=0):
   from tracejax._src.numpy import ufuncs
   m = util.to_array(m)
   k = util.concrete_int(k, "'k' argument of jnp.triu")
-  return ufuncs.where(util.broadcast_to(_tri_mask(m, k - 1, True), util.shape(m)),
-                      zeros_like(m), m)
+  return ufuncs._select(_tri_mask(m, k - 1, True), zeros_like(m), m)
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):

@@ -841,10 +841,10 @@ def angle(z, deg=False):
     re, im = lax.real(z), lax.imag(z)
   else:
     from tracejax._src.numpy import creation
-    if not dtypes.is_inexact(_dtype(z)):
-      # JAX 0.10.2: ints and bools go to the default float (float64 under x64)
+    if not dtypes.is_inexact(_dtype(z)) or util.ndim(z) == 0:
+      # JAX 0.10.2: ints, bools and 0-d floats (NumPy's scalar rule) go to the default
+      # float (float64 under x64), strongly: a weak input's cotangent comes back weak
       z = util.convert(z, dtypes.canonicalize_dtype(np.float64), False)
-    z, = util.promote_dtypes_inexact(z)
     # strong zeros: JAX's angle of a weak real value is not weak
     re, im = z, creation.zeros_like(z, dtype=_dtype(z))
   out = lax.atan2(im, re)

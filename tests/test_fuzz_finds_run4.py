@@ -173,3 +173,13 @@ def test_tril_triu_keep_weak_bool():
   r = jnp.tril(b, -1)
   assert _typed(r) == ("bool", True) and r.tolist() == [[False, False], [True, False]]
   assert _typed(jnp.triu(b)) == ("bool", True)
+
+
+def test_top_k_tangent_of_empty_results():
+  # seed 308: an empty batch axis, or k == 0 (JAX 0.10.2: empty tangents, no error)
+  from tracejax import lax
+  for shp, k in [((0, 5), 2), ((3, 0), 0), ((2, 4), 0), ((2, 0, 3), 1)]:
+    x = np.ones(shp, np.float32)
+    t = jax.jvp(lambda d: lax.top_k(d, k)[0], (x,), (x,))[1]
+    assert t.shape == shp[:-1] + (k,) and t.dtype == np.float32
+    assert jax.grad(lambda d: lax.top_k(d, k)[0].sum())(x).shape == shp

@@ -301,6 +301,12 @@ def _top_k_jvp(primals, tangents, *, k):
     return [values, indices], [ad.Zero(_aval(values).at_least_vspace()),
                                ad.Zero(_aval(indices).at_least_vspace())]
   nd = len(_shape(operand))
+  if 0 in _shape(values):
+    # An empty result (k == 0 or an empty batch axis): the gather's size-1 slices would
+    # not fit the operand; the (empty) leading slice of the tangent is the same thing.
+    from tracejax._src.lax.slicing import slice as lax_slice
+    return [values, indices], [lax_slice(t, (0,) * nd, _shape(values)),
+                               ad.Zero(_aval(indices).at_least_vspace())]
   batch = tuple(range(nd - 1))
   dnums = gather_mod.GatherDimensionNumbers(
       offset_dims=(), collapsed_slice_dims=(nd - 1,), start_index_map=(nd - 1,),

@@ -63,3 +63,15 @@ def x64():
 def pytest_unconfigure(config):
   if os.environ.get(_OWNER) == str(os.getpid()):
     shutil.rmtree(os.environ["TRACEJAX_CACHE_DIR"], ignore_errors=True)
+
+
+@pytest.fixture(params=[False, True], ids=["x64_off", "x64_on"])
+def x64_mode(request):
+  """Runs a test twice, with `jax_enable_x64` off and on (the param), restoring it after."""
+  from tracejax._src.config import config
+  old = config.jax_enable_x64
+  config.update("jax_enable_x64", request.param)
+  try:
+    yield request.param
+  finally:
+    config.update("jax_enable_x64", old)

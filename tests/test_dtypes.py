@@ -67,15 +67,10 @@ class _Tracer:
     self.aval = _Weak(dtype, weak_type)
 
 
-@pytest.fixture(params=[False, True], ids=["x32", "x64"])
-def x64(request):
-  """Run the test with jax_enable_x64 set to the param, restoring it after."""
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", request.param)
-  try:
-    yield request.param
-  finally:
-    config.update("jax_enable_x64", old)
+@pytest.fixture
+def x64(x64_mode):
+  """conftest's `x64_mode` (x64 off, then on) under this file's older name."""
+  return x64_mode
 
 
 @pytest.fixture

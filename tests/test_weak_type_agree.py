@@ -28,7 +28,6 @@ import pytest
 import tracejax as jax
 import tracejax.numpy as jnp
 from tracejax import lax
-from tracejax._src.config import config
 
 
 def _cases():
@@ -219,16 +218,6 @@ EXPECTED = {
     'vjp_jit_id_0d': ((('float32', True), ('float32', True)),
                       (('float64', True), ('float64', True))),
 }
-
-
-@pytest.fixture(params=[False, True], ids=["x64_off", "x64_on"])
-def x64_mode(request):
-  old = config.jax_enable_x64
-  config.update("jax_enable_x64", request.param)
-  try:
-    yield request.param
-  finally:
-    config.update("jax_enable_x64", old)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

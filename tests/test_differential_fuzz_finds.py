@@ -388,14 +388,25 @@ def test_reverse_mode_through_while_loop_fed_by_floor_divide():
   np.testing.assert_array_equal(f_vjp(jnp.ones(3))[0], [0, 0, 0])
 
 
-def test_numpy_inputs_come_back_canonical_arrays():
-  # JAX 0.10.2 (x64 off): vmap(vjp(lambda d: d[...]))(float64 NumPy input) gives a float32
-  # Array; jvp(lambda d: jnp.array(d)) gives an Array; we returned the float64 input.
+def test_numpy_inputs_come_back_as_jax_gives_them():
+  # JAX 0.10.2 (x64 off): basic indexing that selects everything returns its operand, so
+  # vmap(vjp(lambda d: d[...]))(float64 NumPy input) hands the NumPy input back (float64);
+  # jnp.array copies (a new Array, strongly typed under jvp); a strided slice gathers.
   x = np.linspace(-1, 1, 6).reshape(2, 3, 1)
   out = jax.vmap(lambda v: jax.vjp(lambda d: d[...], v)[0])(x)
-  assert isinstance(out, jax.Array) and out.dtype == np.float32
+  assert type(out) is np.ndarray and out.dtype == np.float64
   p, _ = jax.jvp(lambda d: jnp.array(d), (np.float32(-1.5),), (np.float32(0.5),))
   assert isinstance(p, jax.Array) and not p.weak_type
+  p, _ = jax.jvp(lambda d: jnp.asarray(d), (np.ones(2, np.float32),), (np.ones(2, np.float32),))
+  assert isinstance(p, jax.Array)   # a concrete tracer: JAX's conversion binds
+  assert type(jax.vmap(jnp.asarray)(np.ones((2, 2), np.float32))) is np.ndarray
+  assert isinstance(jax.vmap(lambda d: jnp.asarray(d, copy=True))(np.ones((2, 2))), jax.Array)
+  out = jax.vmap(lambda d: d.at[::2].get(mode='fill', fill_value=-3))(np.ones((1, 1), np.int64))
+  assert isinstance(out, jax.Array) and out.dtype == np.int32
+  assert type(jax.vmap(lambda d: d.astype(d.dtype))(np.ones((2, 2), np.float32))) is np.ndarray
+  for f in (jnp.floor, jnp.ceil, jnp.trunc, jnp.abs, jnp.nan_to_num):   # jits in JAX
+    out = jax.vmap(f)(np.array([[False, True]]))
+    assert isinstance(out, jax.Array) and not out.weak_type, f
 
 
 def test_at_set_complex_scalar_into_real_array_drops_imaginary_part():

@@ -299,3 +299,76 @@ def test_deliberate_float_to_int_out_of_range():
   assert F.deliberate("jnp.full_like(x1, float('inf')); jax.jit(f0)", j, t) == name
 
 
+
+
+def test_deliberate_vjp_returns_typed_inputs():
+  # seed 308 #2055 (x64 off): vjp of the identity at 0.5. JAX 0.10.2 returns the input
+  # typed (TypedFloat, dtype float32); tracejax a weak float32 Array (not the Python
+  # float, which NumPy reads as float64). NumPy inputs come back canonical in both.
+  out, _ = jax.vjp(lambda x: x, 0.5)
+  assert isinstance(out, jax.Array) and out.dtype == np.float32 and out.weak_type
+  out, _ = jax.vjp(lambda x: (x, x * 1), 2)
+  assert out[0].dtype == np.int32 and out[0].weak_type
+  out, _ = jax.vjp(lambda x: x, np.zeros(2))   # JAX: TypedNdArray float32
+  assert type(out) is np.ndarray and out.dtype == np.float32
+  out, _ = jax.vjp(lambda x: x, np.float64(0.5))
+  assert type(out) is np.ndarray and out.shape == () and out.dtype == np.float32
+  assert type(jax.linearize(lambda x: x, 0.5)[0]) is float    # JAX: the float itself
+  j = _ok(dict(_leaf(np.float32(0.5)), weak="py:TypedFloat"))
+  t = _ok(_leaf(np.float32(0.5), weak=True))
+  assert F.deliberate("jax.vjp(lambda d: f0(d), a[0])", j, t) == "jax-host-arrays-untraced"
+
+
+def test_int_fill_found_as_the_cause_downstream():
+  # seed 307 #296 (x64 on): jit(jnp.any(jnp.full_like(int_array, nan))) is True in JAX
+  # (XLA's minimum) and False here (0): the fuzzer reruns the program with its
+  # non-finite fills set to 0 and counts it as float-to-int-out-of-range if that agrees.
+  prog = {"inputs": [{"dtype": "int32", "shape": [2, 0], "kind": "positive"}],
+          "ops": [{"t": "jnp.nansum({0}, axis=-1)", "a": ["x0"]},
+                  {"t": "jnp.full_like({0}, float('nan'))", "a": ["v0"]},
+                  {"t": "jnp.any({0})", "a": ["v1"]}],
+          "out": "v2", "stack": [{"t": "jit"}], "seed": 1}
+  seen = []
+
+  class Runner:
+    def classify(self, p):
+      seen.append(p)
+      return (None if all("float('nan')" not in op["t"] for op in p["ops"]) else "value"), {}, {}
+
+  assert F._int_fill_is_the_cause(Runner(), prog)
+  assert seen[-1]["ops"][1]["t"] == "jnp.full_like({0}, 0)"
+  assert not F._int_fill_is_the_cause(Runner(), dict(prog, stack=[]))   # eager: JAX agrees
+
+  class Still:
+    def classify(self, p):
+      return "value", {}, {}
+
+  assert not F._int_fill_is_the_cause(Still(), prog)
+  no_fill = dict(prog, ops=prog["ops"][:1])
+  assert not F._int_fill_is_the_cause(Runner(), no_fill)
+
+
+def test_half_precision_jit_dependent_found_by_rerunning_without_jit():
+  # seed 307 #4 (x64 on): jacrev(jit(zeta(x, x))) in float16. JAX 0.10.2 gives 0.625
+  # eagerly and 0.6094 under jit; tracejax 0.625 eagerly (and 0.629 under jit).
+  prog = {"inputs": [{"dtype": "float16", "shape": [3, 1], "kind": "normal"}],
+          "ops": [{"t": "jax.scipy.special.zeta({0}, {1})", "a": ["x0", "x0"]}],
+          "out": "v0", "stack": [{"t": "jit"}, {"t": "jacrev", "argnums": 0}], "seed": 1}
+  h = lambda v: _ok(_leaf(np.float16(v)))
+  answers = {True: (h(0.6094), h(0.629)), False: (h(0.625), h(0.625))}
+
+  class Runner:
+    def run_both(self, p):
+      return answers[any(s["t"] == "jit" for s in p["stack"])]
+
+  j, _ = answers[True]
+  assert F._half_precision_jit_dependent(Runner(), prog, "value-close", j)
+  assert F._found_by_rerun(Runner(), prog, "value-close", j) == "half-precision-jit-dependent"
+  assert not F._half_precision_jit_dependent(Runner(), dict(prog, stack=prog["stack"][1:]),
+                                             "value-close", j)   # no jit to remove
+  answers[False] = (h(0.625), h(0.5))       # tracejax disagrees without jit too
+  assert not F._half_precision_jit_dependent(Runner(), prog, "value-close", j)
+  answers[False] = (h(0.6094), h(0.625))    # JAX's answer does not depend on jit
+  assert not F._half_precision_jit_dependent(Runner(), prog, "value-close", j)
+  f32 = _ok(_leaf(np.float32(0.6094)))
+  assert not F._half_precision_jit_dependent(Runner(), prog, "value-close", f32)

@@ -322,7 +322,7 @@ def _recompute_jaxpr(kj, kconsts, n_known_out, uj, saved_vars):
     env[ir.unitvar] = ir.unit
 
     def read(v):
-      return v.val if type(v) is ir.Literal else env[v]
+      return ir._literal_value(v) if type(v) is ir.Literal else env[v]
     for eqn in kj.eqns:
       if eqn.outvars and all(v in saved_set for v in eqn.outvars):
         continue  # an input now
@@ -395,8 +395,9 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy
   tj, consts = ad.transpose_jaxpr(jaxpr, lin)
   cj, consts = _closed(tj, consts)
   known = [x for x in args if not ad.is_undefined_primal(x)]
-  outs = iter(checkpoint_p.bind(*consts, *known, *cts, jaxpr=cj, prevent_cse=prevent_cse,
-                                differentiated=True, policy=policy))
+  outs = checkpoint_p.bind(*consts, *known, *cts, jaxpr=cj, prevent_cse=prevent_cse,
+                           differentiated=True, policy=policy)
+  outs = iter(ad.typed_as_traced(outs, [v.aval for v in cj.outvars]))
   return [next(outs) if l else None for l in lin]
 
 

@@ -619,6 +619,7 @@ def vjp(fun, *primals, has_aux=False):
     return leaves
 
   p_out, jaxpr, consts, out_nz, out_t_avals = ad.linearize_flat(flat, p_leaves)
+  p_out = [_typed_input(o) if any(o is p for p in p_leaves) else o for o in p_out]
   out_tree = store[0]
   in_avals = [_abstractify(p).at_least_vspace() for p in p_leaves]
   out_avals = [_abstractify(p) for p in p_out]
@@ -627,6 +628,19 @@ def vjp(fun, *primals, has_aux=False):
   if has_aux:
     return out, tree_util.Partial(f_vjp), aux_store[0]
   return out, tree_util.Partial(f_vjp)
+
+
+def _typed_input(x):
+  """An input that `vjp` returns unchanged, as JAX 0.10.2 returns it: vjp types its
+  host inputs first, so NumPy values come back with their canonical dtype (a float64
+  array is float32 with x64 off; JAX's TypedNdArray), and a Python number comes back
+  as a typed scalar (JAX's TypedFloat...; here the weakly typed 0-d Array of that type)."""
+  if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc":
+    return np.asarray(x, dtypes.canonicalize_dtype(x.dtype))
+  if type(x) in (int, float, complex):
+    from tracejax._src.runtime.array import from_numpy
+    return from_numpy(np.asarray(x, _abstractify(x).dtype), weak_type=True)
+  return x
 
 
 def _check_input_dtype_grad(holomorphic, allow_int, x, argnum, name="grad"):

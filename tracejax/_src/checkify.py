@@ -528,7 +528,7 @@ _OOB_PRIMITIVES = frozenset({"gather", "dynamic_slice", "dynamic_update_slice", 
 
 
 def _read(env, v):
-  return v.val if type(v) is ir.Literal else env[v]
+  return ir._literal_value(v) if type(v) is ir.Literal else env[v]
 
 
 def checkify_jaxpr(jaxpr, consts, enabled, err, *args):

@@ -602,11 +602,32 @@ def backward_pass(jaxpr, consts, cts_out):
             else UndefinedPrimal(v.aval) if v in linear_vars else known[v]
             for v in eqn.invars]
     rule = get_transpose_rule(eqn.primitive)
-    ct_in = rule(cts if eqn.primitive.multiple_results else cts[0], *args, **eqn.params)
+    traced = active[0] is not None
+    _traced_call_depth[0] += traced
+    try:
+      ct_in = rule(cts if eqn.primitive.multiple_results else cts[0], *args, **eqn.params)
+    finally:
+      _traced_call_depth[0] -= traced
     for v, ct in zip(eqn.invars, ct_in):
       write_ct(v, ct)
   enter(None)
   return [read_ct(v) if v in ct_env else Zero(v.aval) for v in jaxpr.invars]
+
+
+_traced_call_depth = [0]   # > 0 while transposing equations of a linearized jit call
+
+
+def typed_as_traced(outs, avals):
+  """`outs` (of a rule that binds a call eagerly, e.g. checkpoint's transpose) typed
+  as `avals`, the types tracing gives, when they are part of a linearized jit's
+  transpose: JAX traces that transpose, so its weak types are the traced ones."""
+  if not _traced_call_depth[0]:
+    return outs
+  return [weak_retype_p.bind(o, weak_type=a.weak_type)
+          if o is not None and type(o) is not Zero and
+          getattr(_aval_of(o), "weak_type", a.weak_type) != a.weak_type and
+          _aval_of(o).dtype != dtypes.float0 else o
+          for o, a in zip(outs, avals)]
 
 
 def _traced_add(x, y):

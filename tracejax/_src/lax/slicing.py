@@ -397,7 +397,9 @@ def _dynamic_update_slice_dtype_rule(operand, update, *start_indices):
 
 
 def _dynamic_update_slice_weak_type_rule(operand, update, *start_indices):
-  return operand.weak_type
+  # JAX's standard rule: weak only when every input is (its indices are strong int32,
+  # so in practice only a 0-d update of a 0-d weak operand stays weak).
+  return all(a.weak_type for a in (operand, update, *start_indices))
 
 
 def _dynamic_update_slice_jvp(primals, tangents, **params):
@@ -438,7 +440,8 @@ def _dynamic_update_slice_batch_rule(args, dims):
   update = utils.bdim_at_front(update, update_bdim, size)
   if all(d is None for d in index_bdims):
     zero = np.zeros((), _aval(indices[0]).dtype)
-    return dynamic_update_slice_p.bind(operand, update, zero, *indices), 0
+    out = dynamic_update_slice_p.bind(operand, update, zero, *indices)
+    return _operand_weak_type(out, operand), 0
   # Batched indices: build, per batch element, the mask of the written window
   # and the update placed at its (clamped) position, then select.
   from tracejax._src.lax import elementwise
@@ -476,7 +479,17 @@ def _dynamic_update_slice_batch_rule(args, dims):
         elementwise.ge(k, st_b), elementwise.lt(k, elementwise.add(st_b, np.array(u, dt))))
     in_dim = broadcast_in_dim(in_dim, full_shape, (0, ax))
     inside = in_dim if inside is None else elementwise.bitwise_and(inside, in_dim)
-  return elementwise.select(inside, placed, operand), 0
+  return _operand_weak_type(elementwise.select(inside, placed, operand), operand), 0
+
+
+def _operand_weak_type(out, operand):
+  """`out` typed weak as `operand`: JAX batches dynamic_update_slice as a scatter,
+  whose result takes the operand's weak type."""
+  from tracejax._src.lax import elementwise
+  aval = _aval(operand)
+  if _aval(out).weak_type == aval.weak_type:
+    return out
+  return elementwise._convert_element_type(out, aval.dtype, weak_type=aval.weak_type)
 
 
 def _dynamic_update_slice_lowering(ctx, x, update, *start_indices):

@@ -40,14 +40,12 @@ def astype(x, dtype, /, *, copy=False, device=None):
     x: array-like.
     dtype: the target dtype; 64-bit types narrow (with a warning) when x64 is off.
       None means the default floating dtype, as `np.dtype(None)` does.
-    copy: accepted for compatibility: JAX arrays are immutable, so a result that
-      equals `x` never needs copying.
+    copy: if True, the result is a new array even when nothing changes.
     device: if given, the result is placed on this device.
 
   >>> astype(jnp.array([1.7, -2.5]), jnp.int32)
   DeviceArray([ 1, -2], dtype=int32)
   """
-  del copy  # immutable arrays: sharing the buffer is indistinguishable from a copy
   if util.key_impls and util.has_keys(x):  # key arrays (prng.py)
     return creation._place(util.key_impls["astype"](x, dtype), device)
   util.check_arraylike("astype", x)
@@ -59,7 +57,8 @@ def astype(x, dtype, /, *, copy=False, device=None):
   if dtypes.is_complex(util.dtype_of(x)) and not dtypes.is_complex(dt):
     # NumPy and JAX drop the imaginary part (NumPy with a ComplexWarning).
     x = ufuncs.real(x)
-  out = util.to_array(util.convert(x, dt, False))
+  out = util.convert(x, dt, False)
+  out = util.fresh_array(out) if copy else util.converted(out)
   return creation._place(out, device)
 
 

@@ -129,8 +129,8 @@ def _transpose(self, *args):
 def _astype(self, dtype, copy=False, device=None):
   """`self` converted to `dtype` (64-bit types narrow, with a warning, when x64 is off)."""
   dtypes.check_user_dtype_supported(dtype, "astype", stacklevel=util.user_stacklevel() + 1)
-  return util.fresh_array(util.convert(self, dtypes.canonicalize_dtype(dtypes.dtype(dtype)),
-                                       False))
+  out = util.convert(self, dtypes.canonicalize_dtype(dtypes.dtype(dtype)), False)
+  return util.fresh_array(out) if copy else util.converted(out)
 
 
 def _flatten(self, order="C"):

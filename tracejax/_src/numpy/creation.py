@@ -63,7 +63,11 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
     return object  # a key array (extended dtype) is already an array of its kind
   dt = util.check_dtype(dtype, "array")
   if isinstance(object, (Array, Tracer)):
-    out = util.fresh_array(object) if dt is None else util.convert(object, dt, False)
+    # A copy (JAX binds `copy`) is a new value even under vmap/jvp of a NumPy input;
+    # asarray (copy=False/None) hands a tracer back itself, as JAX's, unless it is
+    # concrete (a jvp of a value), which JAX's conversion binds.
+    out = object if dt is None else util.convert(object, dt, False)
+    out = util.fresh_array(out) if copy else util.converted(out)
   elif hasattr(object, "__jax_array__"):
     return array(object.__jax_array__(), dtype, copy, order, ndmin)
   elif type(object) in _py_scalar_set:
@@ -151,7 +155,7 @@ def _stack_nested(obj, dt):
 def asarray(a, dtype=None, order=None, copy=None, *, device=None, out_sharding=None):
   """Convert `a` to a device array (arrays of the requested dtype are returned as is).
   `device=`/`out_sharding=` as for `full`."""
-  out = array(a, dtype=dtype, copy=False, order=order)
+  out = array(a, dtype=dtype, copy=bool(copy), order=order)
   if device is None and out_sharding is None:
     return out
   return _placed(out, device, out_sharding, "asarray")

@@ -303,6 +303,8 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
                           fill_value=fill_value)
   if ix.new_axes:
     y = structural.expand_dims(y, ix.new_axes)
+  if y is x and any(isinstance(s, _Slice) and s.step != 1 for s in specs):
+    y = util.fresh_array(y)  # JAX gathers for every strided slice (length <= 1 too)
   return y
 
 
@@ -342,7 +344,7 @@ def _basic_take(x, specs, shape):
       pos += 1
   if new_axes:
     x = structural.expand_dims(x, tuple(new_axes))
-  return util.fresh_array(x)  # x[...] under vmap/jvp: never the NumPy input itself
+  return x  # x[...] under vmap/jvp is the input itself, as JAX's slice fast path
 
 
 def _static_bounds(spec, n):
@@ -598,7 +600,12 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
       # not a symbolic zero (jacfwd of log(x.at[...].set(0.)) is nan, as 0/0).
       # A select on a constant True has that rule and costs XLA nothing.
       return lax_ew.select(np.bool_(True), util.to_operand(y), x)
-    return _COMBINE[scatter_op](x, y)
+    if scatter_op in (lax_gather.scatter_min, lax_gather.scatter_max) and \
+        util.dtype_of(x) != np.bool_:
+      # JAX scatters here too, and the scatter's derivative (unlike max's) is strong.
+      ix.indices = np.zeros((0,), np.int32)
+    else:
+      return _COMBINE[scatter_op](x, y)
   if ix.empty_axes:
     return util.fresh_array(x)  # every update is out of bounds
   sdnums = lax_gather._scatter_dnums_of(ix.dnums)

@@ -243,7 +243,7 @@ def absolute(x, /):
   x, = util.promote_args("absolute", x)
   dt = _dtype(x)
   if dt == np.bool_ or dtypes.is_unsigned(dt):
-    return util.to_array(x)
+    return util.fresh_array(x)  # a jit in JAX: a new value under vmap of a NumPy input
   return lax.abs(x)
 
 
@@ -504,7 +504,7 @@ def floor(x, /):
   """Floor elementwise (integers are returned unchanged)."""
   x, = util.promote_args("floor", x)
   if not dtypes.is_inexact(_dtype(x)):
-    return util.to_array(x)
+    return util.fresh_array(x)  # a jit in JAX: a new value under vmap of a NumPy input
   return lax.floor(x)
 
 
@@ -512,7 +512,7 @@ def ceil(x, /):
   """Ceiling elementwise (integers are returned unchanged)."""
   x, = util.promote_args("ceil", x)
   if not dtypes.is_inexact(_dtype(x)):
-    return util.to_array(x)
+    return util.fresh_array(x)  # a jit in JAX: a new value under vmap of a NumPy input
   return lax.ceil(x)
 
 
@@ -520,7 +520,7 @@ def trunc(x, /):
   """Round towards zero elementwise."""
   x, = util.promote_args("trunc", x)
   if not dtypes.is_inexact(_dtype(x)):
-    return util.to_array(x)
+    return util.fresh_array(x)  # a jit in JAX: a new value under vmap of a NumPy input
   return _select(lax.lt(x, _constant_like(x, 0)), lax.ceil(x), lax.floor(x))
 
 
@@ -554,7 +554,7 @@ def round(a, decimals=0, out=None):
   if not dtypes.is_inexact(dt):
     if decimals < 0:
       raise NotImplementedError("integer np.round not implemented for decimals < 0")
-    return util.to_array(a)
+    return util.fresh_array(a)
 
   def round_real(x):
     if decimals == 0:
@@ -965,7 +965,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
   x, = util.promote_args("nan_to_num", x)
   dt = _dtype(x)
   if not dtypes.is_inexact(dt):
-    return util.to_array(x)
+    return util.fresh_array(x)  # a jit in JAX: a new value under vmap of a NumPy input
   if dtypes.is_complex(dt):
     return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
                        nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))

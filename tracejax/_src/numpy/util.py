@@ -16,7 +16,7 @@ import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.config import config
-from tracejax._src.core.trace import Tracer
+from tracejax._src.core.trace import Tracer, is_concrete
 from tracejax._src.lax import elementwise as lax_ew
 from tracejax._src.lax import structural
 from tracejax._src.runtime.array import Array
@@ -119,6 +119,15 @@ def fresh_array(x):
     from tracejax._src.lax import misc as lax_misc
     return lax_misc.copy_p.bind(x)
   return x
+
+
+def converted(x):
+  """`x` as a dtype conversion that changed nothing returns it: JAX binds
+  `convert_element_type` for a concrete tracer (jvp of a value), a new value, and
+  hands any other tracer back as it is (vmap of a NumPy input returns that input)."""
+  if isinstance(x, Tracer) and not is_concrete(x):
+    return x
+  return fresh_array(x)
 
 
 # ---- dtypes ----

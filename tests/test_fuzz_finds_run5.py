@@ -1,0 +1,82 @@
+"""Regression tests for the differential fuzzer's finds of runs 4-5 (issue 13).
+
+Every expected value or type was recorded from JAX 0.10.2 (x64 off), not computed from
+it at test time.
+"""
+import numpy as np
+
+import tracejax as jax
+import tracejax.numpy as jnp
+from tracejax import lax
+
+
+def test_dynamic_update_slice_is_weak_only_when_every_input_is():
+  # JAX 0.10.2: the standard weak-type rule over (operand, update, indices); the
+  # indices are strong int32, so a weak operand updated anywhere gives a strong result,
+  # except a 0-d update of a 0-d weak operand (no indices). Under vmap JAX batches it
+  # as a scatter, which keeps the operand's weak type.
+  w = jnp.full((3,), 1.0)
+  ws = jnp.asarray(2.0)
+  assert w.weak_type and ws.weak_type
+  assert not lax.dynamic_update_slice(w, ws[None], (0,)).weak_type
+  assert not lax.dynamic_update_slice(w, jnp.ones(1, jnp.float32), (0,)).weak_type
+  assert not jax.jit(lambda a, b: lax.dynamic_update_slice(a, b, (0,)))(w, ws[None]).weak_type
+  assert lax.dynamic_update_slice(jnp.asarray(1.0), jnp.asarray(2.0), ()).weak_type
+  assert not lax.dynamic_update_slice(jnp.asarray(1.0), jnp.float32(2.0), ()).weak_type
+  wb = jnp.full((2, 3), 1.0)
+  out = jax.vmap(lambda a: lax.dynamic_update_slice(a, ws[None], (0,)))(wb)
+  assert out.weak_type
+  out = jax.vmap(lambda a, i: lax.dynamic_update_slice(a, ws[None], (i,)))(wb, jnp.arange(2))
+  assert out.weak_type
+  g = jax.grad(lambda a: lax.dynamic_update_slice(a, ws[None], (0,)).sum())(w)
+  assert not g.weak_type
+  # The fuzzer's program: lax.eq, jnp.mod, then an update (x64 off).
+  x1 = np.array([2.63671875], dtype=np.float16)
+  v1 = jnp.mod(lax.eq(x1, x1), 0.001)
+  v2 = lax.dynamic_update_slice(v1, x1.astype(jnp.asarray(v1).dtype), (2,))
+  assert v2.dtype == np.float32 and not v2.weak_type
+  np.testing.assert_allclose(v2, [2.636719], rtol=1e-6)
+
+
+def test_whole_array_scatter_min_max_derivatives_are_strong():
+  # JAX 0.10.2 scatters for x.at[...].max(y) even when the index selects everything, and
+  # the scatter's derivative is strong; add/set stay weak.
+  A = lambda x: jnp.full((3,), x)
+  for f, value in [(lambda x: A(x).at[:].max(x).sum(), 3.0),
+                   (lambda x: A(x).at[...].min(A(x)).sum(), 3.0),
+                   (lambda x: jnp.asarray(x).at[..., None].max(x, mode='clip'), 1.0),
+                   (lambda x: jnp.fabs(x).at[..., None].max(jnp.fabs(x), mode='clip'), -1.0)]:
+    g = jax.grad(f)(-1.5)
+    assert not g.weak_type and float(g) == value
+  for f, value in [(lambda x: jnp.asarray(x).at[..., None].set(x), 1.0),
+                   (lambda x: jnp.asarray(x).at[..., None].add(x), 2.0)]:
+    g = jax.grad(f)(-1.5)
+    assert g.weak_type and float(g) == value
+  x = jnp.array([[1., -2, 3], [4, 5, np.nan]], np.float32)
+  y = jnp.array([[2., -2, 1], [np.nan, 7, 0]], np.float32)
+  f = lambda a, b: a.at[...].max(b)
+  expected = [[2., -2., 3.], [np.nan, 7., np.nan]]
+  for out in (f(x, y), jax.jit(f)(x, y), jax.vmap(f)(x, y)):
+    np.testing.assert_array_equal(out, expected)
+  gx, gy = jax.grad(lambda a, b: f(a, b).sum(), (0, 1))(x, y)
+  np.testing.assert_array_equal(gx, [[0., .5, 1.], [0., 0., 0.]])
+  np.testing.assert_array_equal(gy, [[1., .5, 0.], [0., 1., 0.]])
+  np.testing.assert_array_equal(f(x.astype(np.int32), y.astype(np.int32)),
+                                [[2, -2, 3], [4, 7, 0]])
+
+
+def test_grad_through_jit_of_checkpoint_keeps_weak_types():
+  # JAX 0.10.2 traces a jit's transpose, a checkpoint inside it included: the
+  # cotangents summed in the checkpoint take the first one's (weak) type.
+  f0 = lambda x: x ** x
+  f = jax.jit(jax.checkpoint(f0))
+  for x in (1.5, 1 - 0.5j):
+    g = jax.grad(lambda d: jnp.sum(jnp.real(f(d))))(x)
+    assert g.weak_type
+  _, f_vjp = jax.vjp(f, 1.5)
+  assert f_vjp(jnp.float32(1.0))[0].weak_type
+  g = jax.grad(lambda d: jnp.sum(jnp.real(f(d))))(1 - 0.5j)
+  np.testing.assert_allclose(g, 0.651551 - 0.846143j, rtol=1e-5)
+  # A checkpoint alone is transposed eagerly in JAX too: a strong cotangent wins.
+  _, f_vjp = jax.vjp(jax.checkpoint(f0), 1.5)
+  assert not f_vjp(jnp.float32(1.0))[0].weak_type

@@ -80,3 +80,41 @@ def test_grad_through_jit_of_checkpoint_keeps_weak_types():
   # A checkpoint alone is transposed eagerly in JAX too: a strong cotangent wins.
   _, f_vjp = jax.vjp(jax.checkpoint(f0), 1.5)
   assert not f_vjp(jnp.float32(1.0))[0].weak_type
+
+
+def test_jvp_tangent_dtype_error_reads_as_jax():
+  # JAX 0.10.2's message, word for word (no space after "float0.", NumPy's dtype str).
+  import pytest
+  with pytest.raises(TypeError) as e:
+    jax.jvp(lambda x: x, (np.zeros(2, np.int32),), (np.zeros(2, np.int32),))
+  assert str(e.value) == (
+      "primal and tangent arguments to jax.jvp do not match; dtypes must be equal, or in "
+      "case of int/bool primal dtype the tangent dtype must be float0.Got primal dtype "
+      "int32 and so expected tangent dtype [('float0', 'V')], but got tangent dtype int32 "
+      "instead.")
+
+
+def test_integer_division_by_a_constant_zero_compiles():
+  # seed 309 #1972 (x64 on): jit(vjp((x ^ x) // False)) killed the process (SIGFPE) in
+  # XLA's constant folding, which divides integer constants natively; JAX 0.10.2 crashes
+  # the same way on jit(lambda: lax.div(4, 0)). XLA's defined answers instead:
+  # x / 0 = -1 (all bits set when unsigned), x % 0 = x; INT_MIN / -1 = INT_MIN.
+  import subprocess
+  import sys
+  code = ("import numpy as np, tracejax as jax, tracejax.numpy as jnp\n"
+          "from tracejax import lax\n"
+          "print(int(jax.jit(lambda: lax.div(jnp.int32(4), jnp.int32(0)))()),"
+          " int(jax.jit(lambda: lax.rem(jnp.int32(4), jnp.int32(0)))()),"
+          " int(jax.jit(lambda: jnp.int32(0) // 0)()),"
+          " int(jax.jit(lambda: lax.div(jnp.uint8(7), jnp.uint8(0)))()),"
+          " int(jax.jit(lambda: lax.div(jnp.int32(-2**31), jnp.int32(-1)))()))\n")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert out.stdout.split() == ["-1", "4", "-1", "255", "-2147483648"]
+  np.testing.assert_array_equal(lax.div(np.int8([7, -7, 5]), np.int8([0, 2, -1])),
+                                [-1, -3, -5])
+  np.testing.assert_array_equal(lax.rem(np.int8([7, -7, 5]), np.int8([0, 2, -1])),
+                                [7, -1, 0])
+  np.testing.assert_array_equal(jax.jit(lax.div)(np.float32([1, -2]), np.float32([0, 4])),
+                                [np.inf, -0.5])

@@ -449,8 +449,8 @@ def _check_tangent(p, t, i):
   if ta.dtype != expected.dtype:
     raise TypeError(f"primal and tangent arguments to jax.jvp do not match; dtypes must be "
                     f"equal, or in case of int/bool primal dtype the tangent dtype must be "
-                    f"float0. Got primal dtype {pa.dtype.name} and so expected tangent dtype "
-                    f"{expected.dtype.name}, but got tangent dtype {ta.dtype.name} instead.")
+                    f"float0.Got primal dtype {pa.dtype} and so expected tangent dtype "
+                    f"{expected.dtype}, but got tangent dtype {ta.dtype} instead.")  # (JAX's)
 
 
 def _zeros_to_values(ts, avals):

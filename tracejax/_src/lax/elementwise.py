@@ -31,6 +31,7 @@ from tracejax._src.core.trace import Tracer, concrete_or_error
 from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering as mlir
 from tracejax._src.interpreters.lowering import chlo, hlo, ir
+from tracejax._src.lax import elementwise_hlo as ew_hlo
 from tracejax._src.lax import utils
 from tracejax._src.lax.utils import standard_primitive
 from tracejax._src.runtime.array import Array
@@ -184,23 +185,9 @@ def _wrap(prim, doc):
   return fn
 
 
-# ---- lowering helpers ----
+# ---- lowering helpers (lax/elementwise_hlo.py) ----
 
-def _compare_type(dtype):
-  if dtypes.issubdtype(dtype, np.inexact):
-    return "FLOAT"
-  if dtypes.issubdtype(dtype, np.signedinteger):
-    return "SIGNED"
-  return "UNSIGNED"  # unsigned ints and bool
-
-
-def _compare_hlo(x, y, direction, dtype):
-  return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
-                     compare_type=hlo.ComparisonTypeAttr.get(_compare_type(dtype)))
-
-
-def _full(value, aval):
-  return mlir.full_like_aval(value, aval)
+_compare_hlo, _full = ew_hlo.compare_hlo, ew_hlo.full
 
 
 # ---- helpers for derivative rules and compositions ----
@@ -414,7 +401,9 @@ utils.defbroadcasting(mul_p, size_one=True)
 
 # ---- div ----
 
-div_p = naryop("div", _num, hlo.divide)  # integers: truncation toward zero, as in C and XLA
+div_p = naryop("div", _num, None)  # integers: truncation toward zero, as in C and XLA
+mlir.register_lowering(div_p, lambda ctx, x, y: [
+    ew_hlo.div_rem(*broadcast_operands(ctx, x, y), ctx.avals_out[0], is_div=True)])
 div = _wrap(div_p, "Elementwise division: x / y (integers round toward zero).")
 _defjvp_nary(div_p,
           lambda g, x, y: div(g, y),
@@ -434,7 +423,9 @@ utils.defbroadcasting(div_p, size_one=True)
 
 # ---- rem ----
 
-rem_p = naryop("rem", [np.integer, np.floating], hlo.remainder)
+rem_p = naryop("rem", [np.integer, np.floating], None)
+mlir.register_lowering(rem_p, lambda ctx, x, y: [
+    ew_hlo.div_rem(*broadcast_operands(ctx, x, y), ctx.avals_out[0], is_div=False)])
 rem = _wrap(rem_p, "Elementwise remainder: x mod y, with the sign of x (C's fmod).")
 _defjvp_nary(rem_p,
           lambda g, x, y: _maybe_broadcast(_out_shape(x, y), g),
@@ -794,32 +785,8 @@ ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
 utils.defvectorized(cos_p)
 
 
-def _sin_cos_lower(is_sin):
-  """Complex sin/cos from real parts, as JAX lowers them (XLA's own round differently):
-  sin(a+ib) = sin a cosh b + i cos a sinh b, cos(a+ib) = cos a cosh b - i sin a sinh b,
-  cosh/sinh from expm1; at a = 0 the term with sin a is 0 (no 0 * inf NaN)."""
-  def lower(ctx, x):
-    aval = ctx.avals_in[0]
-    if not dtypes.issubdtype(aval.dtype, np.complexfloating):
-      return [(hlo.sine if is_sin else hlo.cosine)(x)]
-    raval = aval.update(dtype=_real_dtype(aval.dtype))
-    a, b, two, zero = hlo.real(x), hlo.imag(x), _full(2, raval), _full(0, raval)
-    sn, cs = hlo.sine(a), hlo.cosine(a)
-    e1m, e2m = hlo.exponential_minus_one(b), hlo.exponential_minus_one(hlo.negate(b))
-    snh = hlo.divide(hlo.subtract(e1m, e2m), two)
-    csh = hlo.divide(hlo.add(hlo.add(e1m, e2m), two), two)
-    if is_sin:
-      re, im = hlo.multiply(sn, csh), hlo.multiply(cs, snh)
-    else:
-      re, im = hlo.multiply(cs, csh), hlo.multiply(hlo.negate(sn), snh)
-    at_zero = hlo.complex(zero, im) if is_sin else hlo.complex(re, zero)
-    a_is_zero = _compare_hlo(a, zero, "EQ", raval.dtype)
-    return [hlo.select(a_is_zero, at_zero, hlo.complex(re, im))]
-  return lower
-
-
-mlir.register_lowering(sin_p, _sin_cos_lower(True))
-mlir.register_lowering(cos_p, _sin_cos_lower(False))
+mlir.register_lowering(sin_p, ew_hlo.sin_cos_lower(True))
+mlir.register_lowering(cos_p, ew_hlo.sin_cos_lower(False))
 
 tan_p = naryop("tan", _inexact, hlo.tan)
 tan = _wrap(tan_p, "Elementwise tangent: tan(x).")

@@ -749,6 +749,10 @@ def fuzz(args, job=0, jobs=1):
         print(f"[{i}] {cat}: {raw_sig}", flush=True)
     if args.verbose and results["n"] % 50 == 0:
       print(f"... {results['n']} programs, {results['disagree']} disagreements", flush=True)
+    if args.json and results["n"] % 100 == 0:
+      # What is done so far, should the process die (a crash inside XLA cannot be caught).
+      with open(f"{args.json}.job{job}.progress", "w") as f:
+        json.dump(dict(_jsonable(results), last_index=i), f)
     i += jobs
   runner.close()
   return results

@@ -28,6 +28,7 @@ from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering as mlir
 from tracejax._src.interpreters.lowering import hlo, ir
 from tracejax._src.lax import elementwise as lax_ew
+from tracejax._src.lax import elementwise_hlo as ew_hlo
 from tracejax._src.lax import structural
 from tracejax._src.lax import utils
 from tracejax._src.lax.structural import _aval, _shape
@@ -714,9 +715,9 @@ def _complex_pick(old, new, dtype, direction):
   # compare lexicographically: real parts, then imaginary parts where the reals tie.
   rdt = dtypes.to_real_dtype(dtype)
   ro, rn, io, in_ = hlo.real(old), hlo.real(new), hlo.imag(old), hlo.imag(new)
-  pick_old = hlo.select(lax_ew._compare_hlo(ro, rn, "EQ", rdt),
-                        lax_ew._compare_hlo(io, in_, direction, rdt),
-                        lax_ew._compare_hlo(ro, rn, direction, rdt))
+  pick_old = hlo.select(ew_hlo.compare_hlo(ro, rn, "EQ", rdt),
+                        ew_hlo.compare_hlo(io, in_, direction, rdt),
+                        ew_hlo.compare_hlo(ro, rn, direction, rdt))
   return hlo.select(pick_old, old, new)
 
 

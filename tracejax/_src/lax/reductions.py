@@ -13,6 +13,7 @@ from tracejax._src.core.trace import Tracer, set_current_trace, eval_trace
 from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering as mlir
 from tracejax._src.interpreters.lowering import hlo, ir
+from tracejax._src.lax import elementwise_hlo as ew_hlo
 from tracejax._src.lax import utils
 from tracejax._src.lax.structural import (_aval, _canonicalize_axes, _shape,
                                           broadcast_in_dim, full, pad, reshape, squeeze)
@@ -333,17 +334,7 @@ def _argminmax_dtype_rule(operand, *, axes, index_dtype):
   return np.dtype(index_dtype)
 
 
-def _compare_type(dtype):
-  if dtypes.is_floating(dtype):
-    return "FLOAT"
-  if dtypes.is_signed(dtype):
-    return "SIGNED"
-  return "UNSIGNED"
-
-
-def _compare(a, b, direction, dtype):
-  return hlo.compare(a, b, hlo.ComparisonDirectionAttr.get(direction),
-                     compare_type=hlo.ComparisonTypeAttr.get(_compare_type(dtype)))
+_compare = ew_hlo.compare_hlo
 
 
 def _argminmax_lowering(direction, identity):

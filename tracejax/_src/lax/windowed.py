@@ -32,6 +32,7 @@ from tracejax._src.interpreters import ad, batching
 from tracejax._src.interpreters import lowering as mlir
 from tracejax._src.interpreters.lowering import hlo, ir
 from tracejax._src.lax import elementwise as ew
+from tracejax._src.lax import elementwise_hlo as ew_hlo
 from tracejax._src.lax import utils
 from tracejax._src.lax.convolution import (_conv_general_vjp_lhs_padding, _dilate_shape,
                                            _stride_shape, padtype_to_pads)
@@ -137,9 +138,7 @@ def _insert_unit_window(bdim, window_dimensions, window_strides, padding, base_d
               base_dilation=ins(base_dilation, 1), window_dilation=ins(window_dilation, 1))
 
 
-def _compare(a, b, direction, dtype):
-  return hlo.compare(a, b, hlo.ComparisonDirectionAttr.get(direction),
-                     compare_type=hlo.ComparisonTypeAttr.get(ew._compare_type(dtype)))
+_compare = ew_hlo.compare_hlo
 
 
 # =============================================================================

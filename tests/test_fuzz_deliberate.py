@@ -254,7 +254,13 @@ def test_deliberate_typed_scalar_passthrough():
   j = _err("AttributeError", "'float' object has no attribute 'shape'")
   assert F.deliberate("lax.reduce_max(x0, ()); jax.vjp; jax.jacfwd", j, t) == \
       "jax-host-arrays-untraced"
-  assert F.deliberate("lax.reduce_max(x0, ()); jax.vjp", j, t) is None
+  assert F.deliberate("lax.reduce_max(x0, ()); jax.grad", j, t) is None
+  # seed 309 #1205 (x64 on): vjp of lax.reduce_max(x, ()) at a Python float: JAX fails
+  # making the cotangent of its untraced TypedFloat
+  j2 = _err("AttributeError", "'TypedFloat' object has no attribute 'shape'")
+  assert F.deliberate("lax.reduce_max(x0, ()); jax.vjp", j2, t) == "jax-host-arrays-untraced"
+  _, f_vjp = jax.vjp(lambda x: lax.reduce_max(x, ()), 1.5)
+  assert f_vjp(1.0)[0] == 1.0
   assert jax.jacfwd(lambda x: lax.reduce_max(x, ()))(1.5) == 1.0   # JAX: that error
   assert F.deliberate("x", j, _err("AttributeError", "x")) is None
   # seed 301 #1141: `(x2 + x2).at[::-1].min(...)` of vjp's untraced bool input
@@ -372,3 +378,20 @@ def test_half_precision_jit_dependent_found_by_rerunning_without_jit():
   assert not F._half_precision_jit_dependent(Runner(), prog, "value-close", j)
   f32 = _ok(_leaf(np.float32(0.6094)))
   assert not F._half_precision_jit_dependent(Runner(), prog, "value-close", f32)
+
+
+def test_vjp_of_python_int_weak_types():
+  # seed 310 #3768: vjp at the Python bool False of cond(x << x)[..., None]: JAX computes
+  # x << x on the host (the Python int 0, weak), so its result is a weak int32; tracejax
+  # traces the shift of bools (a strong int32).
+  prog = {"inputs": [{"py": False, "shape": [], "dtype": "py"}],
+          "ops": [{"t": "({0} << {0})", "a": ["x0"]}], "out": "v0",
+          "stack": [{"t": "vjp", "arg": 0}], "seed": 1}
+  assert F._vjp_of_python_int(prog, "weak_type")
+  assert F._found_by_rerun(None, prog, "weak_type", {}) == "jax-host-arrays-untraced"
+  assert not F._vjp_of_python_int(prog, "value")
+  assert not F._vjp_of_python_int(dict(prog, inputs=[{"py": 1.5, "shape": [],
+                                                      "dtype": "py"}]), "weak_type")
+  assert not F._vjp_of_python_int(dict(prog, stack=[{"t": "grad", "arg": 0}]), "weak_type")
+  out, _ = jax.vjp(lambda x: x << x, False)
+  assert out.dtype == np.int32 and not out.weak_type   # JAX: the Python int 0

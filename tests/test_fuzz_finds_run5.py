@@ -118,3 +118,21 @@ def test_integer_division_by_a_constant_zero_compiles():
                                 [7, -1, 0])
   np.testing.assert_array_equal(jax.jit(lax.div)(np.float32([1, -2]), np.float32([0, 4])),
                                 [np.inf, -0.5])
+
+
+def test_hypot_of_empty_arrays_has_no_tangent():
+  # seed 310 #3763: JAX's hypot ends with jnp.where, which returns the broadcast inf for an
+  # empty result, so no tangent flows: grad is a (weak) literal zero. Non-empty results
+  # keep JAX's strong gradient.
+  x0 = np.zeros((2, 1, 0), bool)
+  f = lambda d: jnp.sum(jnp.hypot(jnp.where(x0, d, x0), jnp.where(x0, d, x0)))
+  g = jax.grad(f)(2.0)
+  assert g.weak_type and float(g) == 0.0
+  g = jax.grad(lambda d: jnp.sum(jnp.hypot(jnp.broadcast_to(d, (0,)), 1.0)))(2.0)
+  assert g.weak_type and float(g) == 0.0
+  g = jax.grad(lambda d: jnp.sum(jnp.hypot(jnp.broadcast_to(d, (3,)), 1.0)))(2.0)
+  assert not g.weak_type
+  np.testing.assert_allclose(g, 2.6832814, rtol=1e-6)
+  assert jax.grad(lambda d: jnp.hypot(d, d))(2.0).weak_type
+  np.testing.assert_allclose(jnp.hypot(np.float32([3, np.inf, 0]), np.float32([4, 1, 0])),
+                             [5, np.inf, 0])

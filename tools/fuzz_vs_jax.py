@@ -369,9 +369,25 @@ def _half_precision_jit_dependent(runner, prog, cat, j):
   return compare(j, j2) is not None and compare(j2, t2) is None
 
 
+def _vjp_of_python_int(prog, cat):
+  """A weak-type difference of a program whose `vjp` is taken at a Python bool or int:
+  JAX hands that input to the function untraced, so what the function computes from it
+  is Python's (`False << False` is the Python int 0, weak) where tracejax traces it."""
+  if cat != "weak_type":
+    return False
+  for s in prog["stack"]:
+    if s.get("t") == "vjp":
+      x = prog["inputs"][s.get("arg", 0)] if s.get("arg", 0) < len(prog["inputs"]) else {}
+      if x.get("dtype") == "py" and type(x.get("py")) in (bool, int):
+        return True
+  return False
+
+
 def _found_by_rerun(runner, prog, cat, j):
-  """The documented difference a disagreement is, found by rerunning variants of it
-  (None when neither test says so)."""
+  """The documented difference a disagreement is, found from the program itself or by
+  rerunning variants of it (None when no test says so)."""
+  if _vjp_of_python_int(prog, cat):
+    return "jax-host-arrays-untraced"
   if _int_fill_is_the_cause(runner, prog):
     return "float-to-int-out-of-range"
   if _half_precision_jit_dependent(runner, prog, cat, j):
@@ -408,9 +424,10 @@ DELIBERATE = [
         # what JAX computes on the host from vjp's untraced int/bool inputs: NumPy arrays
         or ("vjp" in src and _jexc(j, "AttributeError",
                                    "'numpy.ndarray' object has no attribute 'at'"))
-        # reduce_max/min over no axes returns a Python scalar input itself; jacfwd fails
-        or ("jacfwd" in src and ("reduce_max" in src or "reduce_min" in src) and _jexc(
-            j, "AttributeError", "object has no attribute 'shape'"))) or (
+        # reduce_max/min over no axes returns a Python scalar input itself (typed under
+        # vjp); jacfwd, and vjp's cotangent of it, then fail
+        or (("jacfwd" in src or "vjp" in src) and ("reduce_max" in src or "reduce_min" in src)
+            and _jexc(j, "AttributeError", "object has no attribute 'shape'"))) or (
         t["ok"] and _jexc(j, "TypeError", "object is not subscriptable")
         and "'Typed" in j["msg"]) or (
         j["ok"] and t["ok"] and len(j["leaves"]) == len(t["leaves"]) and any(

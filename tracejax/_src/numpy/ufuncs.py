@@ -455,7 +455,8 @@ def hypot(x1, x2, /):
     # is a strong float, hypot(True, 1) a weak one): its last step promotes against a
     # strong inf. Converting there (not on entry) also gives JAX's gradient types.
     x = util.convert(x, _dtype(x), False)
-  return _select(idx_inf, _constant_like(x, np.inf), x)
+  # (jnp.where, as JAX's: an empty result is the broadcast inf, so no tangent flows)
+  return _where(idx_inf, _constant_like(x, np.inf), x)
 
 
 def sinc(x, /):

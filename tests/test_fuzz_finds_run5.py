@@ -136,3 +136,39 @@ def test_hypot_of_empty_arrays_has_no_tangent():
   assert jax.grad(lambda d: jnp.hypot(d, d))(2.0).weak_type
   np.testing.assert_allclose(jnp.hypot(np.float32([3, np.inf, 0]), np.float32([4, 1, 0])),
                              [5, np.inf, 0])
+
+
+def test_trivial_calls_return_what_jax_returns_under_jvp_and_vmap():
+  # seed 310 #5878 and a sweep of trivial calls: JAX 0.10.2 jits fftshift, moveaxis,
+  # swapaxes, rot90, clip and diff (a new Array even when nothing changes), while lax's
+  # identity transpose/reshape/squeeze/broadcast/concatenate and a 0-d broadcast_in_dim
+  # hand the traced operand back (so vmap/jvp of a NumPy input return that input);
+  # a no-op convert_element_type binds for a concrete (jvp) tracer only.
+  x1, x2 = np.ones((3,), np.float32), np.ones((1, 3), np.float32)
+  x0 = np.array(-2.0, np.float16)
+  new = [(jnp.fft.fftshift, x0), (jnp.fft.ifftshift, x0),
+         (lambda v: jnp.fft.fftshift(v, axes=()), x1), (lambda v: jnp.rot90(v, 0), x2),
+         (lambda v: jnp.clip(v), x1), (lambda v: jnp.moveaxis(v, 0, 0), x1),
+         (lambda v: jnp.diff(v, n=0), x1), (lambda v: jnp.swapaxes(v, 0, 0), x1),
+         (lambda v: lax.broadcast_in_dim(v, (3,), (0,)), x1)]
+  same = [(lambda v: lax.broadcast_in_dim(v, (), ()), np.ones((), np.float32)),
+          (lambda v: lax.transpose(v, (0,)), x1), (lambda v: lax.reshape(v, (3,)), x1),
+          (lambda v: lax.squeeze(v, ()), x1), (lambda v: lax.broadcast(v, ()), x1),
+          (lambda v: lax.concatenate([v], 0), x1)]
+  for f, x in new:
+    assert isinstance(jax.jvp(f, (x,), (x,))[0], jax.Array)
+    assert isinstance(jax.vmap(f)(x[None]), jax.Array)
+  for f, x in same:
+    assert type(jax.jvp(f, (x,), (x,))[0]) is np.ndarray
+    assert type(jax.vmap(f)(x[None])) is np.ndarray
+  conv = lambda v: lax.convert_element_type(v, np.float32)
+  assert isinstance(jax.jvp(conv, (x1,), (x1,))[0], jax.Array)
+  assert type(jax.vmap(conv)(x1[None])) is np.ndarray
+
+
+def test_sort_of_a_scalar_is_jax_axis_error():
+  import pytest
+  with pytest.raises(ValueError, match="axis -1 is out of bounds for array of dimension 0"):
+    lax.sort(np.float32(1.0))
+  with pytest.raises(ValueError, match="axis 1 is out of bounds for array of dimension 1"):
+    lax.sort(np.ones(3), dimension=1)

@@ -576,8 +576,6 @@ WINDOW_ERRORS = [
                                         "FULL"), ValueError, "Unknown padding type"),
     ("dtype", lambda: W.reduce_window(np.zeros((3,), np.float32), np.int32(0), E.add, (2,),
                                       (1,), "VALID"), TypeError, "same dtype"),
-    ("complex_max", lambda: W._reduce_window_max(np.zeros((3,), np.complex64), (2,), (1,),
-                                                 "VALID"), TypeError, "does not accept"),
     ("cumsum_axis", lambda: W.cumsum(np.zeros((3,), np.float32), axis=1), ValueError,
      "out-of-bounds"),
     ("cumsum_bool", lambda: W.cumsum(np.zeros((3,), bool)), TypeError, "does not accept"),

@@ -910,6 +910,11 @@ def _std_basis(leaves):
   sizes = [int(np.prod(np.shape(x))) for x in leaves]
   total = sum(sizes)
   dt = dtypes.result_type(*[_abstractify(x).dtype for x in leaves]) if leaves else np.float32
+  if any(isinstance(x, Tracer) for x in leaves):
+    # Traced (under jit): as JAX, the identity is computed in the program (iota == iota),
+    # where XLA turns `eye * v` into a select, so an inf/nan in v stays off the diagonal
+    # (jit(hessian(lax.erf)) at -inf: fuzzer run5 01316).
+    return _traced_std_basis(leaves, sizes, total, dt), sizes
   eye = np.eye(total, dtype=dt)
   basis, start = [], 0
   for x, n in zip(leaves, sizes):
@@ -922,6 +927,23 @@ def _std_basis(leaves):
     start += n
   _ = structural
   return basis, sizes
+
+
+def _traced_std_basis(leaves, sizes, total, dt):
+  """`_std_basis`'s pieces built from lax ops (staged into the enclosing trace)."""
+  from tracejax._src.lax import elementwise as ew
+  from tracejax._src.lax import structural
+  eye = ew._convert_element_type(ew.eq(structural.broadcasted_iota(np.int32, (total, total), 0),
+                                       structural.broadcasted_iota(np.int32, (total, total), 1)),
+                                 dt)
+  pieces = structural.split(eye, tuple(sizes), axis=1) if len(sizes) > 1 else [eye]
+  basis = []
+  for x, piece in zip(leaves, pieces):
+    a = _abstractify(x)
+    if (total,) + a.shape != (total, piece.shape[1]):
+      piece = structural.reshape(piece, (total,) + a.shape)
+    basis.append(ew._convert_element_type(piece, a.dtype, weak_type=a.weak_type))
+  return basis
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):

@@ -1107,7 +1107,11 @@ def convert_element_type(operand, new_dtype):
     if new.kind not in "cb":
       raise TypeError(f"convert_element_type: the Python complex scalar {operand!r} cannot "
                       f"be converted to the real dtype {new.name}")
-  return _convert_element_type(operand, new_dtype, weak_type=False)
+  out = _convert_element_type(operand, new_dtype, weak_type=False)
+  if out is operand and isinstance(out, Tracer) and out.to_concrete_value() is not None:
+    # JAX binds even a no-op conversion of a concrete tracer (jvp of a value): a new value
+    out = convert_element_type_p.bind(operand, new_dtype=_dtype(operand), weak_type=False)
+  return out
 
 
 def _convert_element_type(operand, new_dtype=None, weak_type=False):

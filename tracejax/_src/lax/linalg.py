@@ -1015,12 +1015,24 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     return (s,), (ds,)
 
   s_c = _as_dtype(s, dt)
-  s_row, s_col = _rows_of(s_c, k), _cols_of(s_c, k)           # s_j and s_i
   eye = _eye(batch + (k, k), dt)
-  s_diffs = ew.sub(ew.mul(s_row, s_row), ew.mul(s_col, s_col))
-  f = ew.sub(ew.div(_scalar(1, dt), ew.add(s_diffs, eye)), eye)
-  dSS = ew.mul(s_row, dS)   # dS diag(s)
-  SdS = ew.mul(s_col, dS)   # diag(s) dS
+  # F[i, j] = 1 / (s_j^2 - s_i^2) off the diagonal, 0 on it, in s's real dtype, with
+  # s_j^2 - s_i^2 as (s_j + s_i)(s_j - s_i). The diagonal is a select, not JAX's
+  # 1 / (0 + 1) - 1: the same values, but in a second derivative the latter passes F's
+  # diagonal cotangent (~ s * dS, large) on to s as +-2 s_i times it, terms that cancel
+  # only after they have swallowed s's other cotangents (a float32 grad of a vjp
+  # through lstsq came out ~5e-3 where JAX has ~1e-5 and the exact answer is 0).
+  rdt = _dtype(s)
+  on_diag = ew.eq(structural.broadcasted_iota(np.int32, batch + (k, k), len(batch)),
+                  structural.broadcasted_iota(np.int32, batch + (k, k), len(batch) + 1))
+  s_row, s_col = _rows_of(s, k), _cols_of(s, k)           # s_j and s_i
+  s_diffs = ew.mul(ew.add(s_row, s_col), ew.sub(s_row, s_col))
+  eye_r = ew.convert_element_type(on_diag, rdt)
+  f = ew.select(on_diag, structural.full_like(s_diffs, 0),
+                ew.div(_scalar(1, rdt), ew.add(s_diffs, eye_r)))
+  f = _as_dtype(f, dt)
+  dSS = ew.mul(_rows_of(s_c, k), dS)   # dS diag(s)
+  SdS = ew.mul(_cols_of(s_c, k), dS)   # diag(s) dS
   s_zeros = _as_dtype(ew.eq(s, _scalar(0, _dtype(s))), dt)
   s_inv = ew.sub(ew.div(_scalar(1, dt), ew.add(s_c, s_zeros)), s_zeros)
   s_inv_mat = ew.mul(eye, _rows_of(s_inv, k))

@@ -87,11 +87,8 @@ def _check_num_keys(num_keys, n):
 def _canonicalize_dimension(dimension, operand):
   ndim = np.ndim(operand)
   dimension = concrete_or_error(operator.index, dimension, "The dimension argument of sort.")
-  if ndim == 0:
-    raise TypeError("sort operands must have rank >= 1, got a rank-0 operand.")
-  if not -ndim <= dimension < ndim:
-    raise ValueError(f"sort dimension {dimension} is out of bounds for operands of rank "
-                     f"{ndim}.")
+  if not -ndim <= dimension < ndim:  # (rank 0 included; JAX 0.10.2's words)
+    raise ValueError(f"axis {dimension} is out of bounds for array of dimension {ndim}")
   return dimension % ndim
 
 

@@ -121,8 +121,9 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
   broadcast_dimensions = _int_tuple("broadcast_in_dim", "broadcast_dimensions",
                                     broadcast_dimensions)
   if (isinstance(operand, Array) and operand.shape == shape
-      and broadcast_dimensions == tuple(range(len(shape)))):
-    return operand
+      and broadcast_dimensions == tuple(range(len(shape)))) or (
+      isinstance(operand, Tracer) and not shape and np.ndim(operand) == 0):
+    return operand  # (a traced value only 0-d to 0-d, as JAX's)
   return broadcast_in_dim_p.bind(operand, shape=shape,
                                  broadcast_dimensions=broadcast_dimensions)
 
@@ -200,7 +201,7 @@ def broadcast(operand, sizes, *, out_sharding=None):
   if out_sharding is not None:
     return _with_out_sharding(lambda: broadcast(operand, sizes), out_sharding, "broadcast")
   sizes = canonicalize_shape(sizes)
-  if not sizes and isinstance(operand, Array):
+  if not sizes and isinstance(operand, (Array, Tracer)):
     return operand
   ndim = np.ndim(operand)
   dims = tuple(range(len(sizes), len(sizes) + ndim))
@@ -277,7 +278,7 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
   else:
     dims = _int_tuple("reshape", "dimensions", dimensions)
     same_dims = dims == tuple(range(np.ndim(operand)))
-  if same_shape and same_dims and isinstance(operand, Array):
+  if same_shape and same_dims and isinstance(operand, (Array, Tracer)):
     return operand
   return reshape_p.bind(operand, new_sizes=new_sizes,
                         dimensions=None if dims is None or same_dims else dims)
@@ -350,7 +351,7 @@ def transpose(operand, permutation):
   """Wraps XLA's Transpose operator: output dimension i is operand dimension
   `permutation[i]`."""
   permutation = _int_tuple("transpose", "permutation", permutation)
-  if permutation == tuple(range(np.ndim(operand))) and isinstance(operand, Array):
+  if permutation == tuple(range(np.ndim(operand))) and isinstance(operand, (Array, Tracer)):
     return operand
   return transpose_p.bind(operand, permutation=permutation)
 
@@ -394,7 +395,7 @@ def squeeze(array, dimensions):
   """Removes the size-1 dimensions `dimensions` (negative ones count from the end)."""
   ndim = np.ndim(array)
   dimensions = tuple(sorted(_canonicalize_axes("squeeze", "dimensions", dimensions, ndim)))
-  if not dimensions and isinstance(array, Array):
+  if not dimensions and isinstance(array, (Array, Tracer)):
     return array
   return squeeze_p.bind(array, dimensions=dimensions)
 
@@ -484,7 +485,7 @@ def concatenate(operands, dimension):
   ndim = np.ndim(operands[0])
   if ndim and -ndim <= dimension < 0:
     dimension += ndim
-  if len(operands) == 1 and isinstance(operands[0], Array):
+  if len(operands) == 1 and isinstance(operands[0], (Array, Tracer)):
     return operands[0]
   return concatenate_p.bind(*operands, dimension=dimension)
 

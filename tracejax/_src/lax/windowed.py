@@ -149,6 +149,18 @@ def _is_num(dtype):
   return dtypes.is_integer(dtype) or dtypes.is_inexact(dtype)
 
 
+def _staging():
+  """Whether a staging trace (jit, make_jaxpr, checkpoint, a loop body) is under way."""
+  from tracejax._src.core import trace as trace_mod
+  from tracejax._src.interpreters.staging import DynamicJaxprTrace
+  t = trace_mod.current_trace()
+  while t is not None:
+    if isinstance(t, DynamicJaxprTrace):
+      return True
+    t = t.parent
+  return False
+
+
 def _get_monoid_window_reducer(computation, init_values):
   """The monoid primitive for `computation` when its init value is the identity."""
   # (the public tracejax.lax.add/max/... are checked wrappers of the _src functions)
@@ -159,12 +171,21 @@ def _get_monoid_window_reducer(computation, init_values):
   if isinstance(x, Tracer) or np.shape(x) != ():
     return None
   dtype = _aval(x).dtype
+  if dtypes.is_complex(dtype) and not isinstance(x, (np.ndarray, np.generic)) and _staging():
+    # Under jit (make_jaxpr, checkpoint, scan...) a jnp array made while tracing is a
+    # tracer in JAX, so JAX takes the generic reduce_window there, whose JVP works for
+    # complex operands (the max/min primitives' JVP fails, eagerly). Real operands
+    # keep the differentiable monoid (README: deliberate `generic-reduce-window-rev`);
+    # for complex ones the monoid gains nothing, so we follow JAX.
+    return None
   val = np.asarray(x)
   if computation is ew.add and _is_num(dtype):
     return reduce_window_sum_p if bool(val == 0) else None
-  if computation is ew.max and not dtypes.is_complex(dtype):
+  # Complex operands too (ordered lexicographically, as in JAX): only their
+  # derivatives fail, in select_and_gather_add's lowering.
+  if computation is ew.max:
     return reduce_window_max_p if bool(val == _get_max_identity(dtype)) else None
-  if computation is ew.min and not dtypes.is_complex(dtype):
+  if computation is ew.min:
     return reduce_window_min_p if bool(val == _get_min_identity(dtype)) else None
   return None
 
@@ -317,7 +338,8 @@ def _monoid_window_lowering(body_op, identity):
     dtype = ctx.avals_in[0].dtype
     init = mlir.ir_constant(np.array(identity(dtype), dtype))
     return _reduce_window_op([mlir.aval_to_ir_type(ctx.avals_out[0])], [x], [init],
-                             [_scalar_type(dtype)], lambda a, b: [body_op(a, b)], **params)
+                             [_scalar_type(dtype)], lambda a, b: [body_op(a, b, dtype)],
+                             **params)
   return lower
 
 
@@ -365,14 +387,15 @@ reduce_window_sum_p = standard_primitive(
 ad.deflinear2(reduce_window_sum_p, _reduce_window_sum_transpose_rule)
 batching.primitive_batchers[reduce_window_sum_p] = _monoid_window_batch_rule(
     reduce_window_sum_p)
-mlir.register_lowering(reduce_window_sum_p, _monoid_window_lowering(hlo.add, lambda dt: 0))
+mlir.register_lowering(reduce_window_sum_p,
+                       _monoid_window_lowering(lambda a, b, _: hlo.add(a, b), lambda dt: 0))
 
 
 # =============================================================================
 # reduce_window_max / reduce_window_min
 # =============================================================================
 
-_ordered = [np.bool_, np.integer, np.floating]
+_ordered = [np.bool_, np.integer, np.floating, np.complexfloating]
 
 
 def _reduce_window_max(operand, window_dimensions, window_strides, padding,
@@ -389,6 +412,10 @@ def _reduce_window_min(operand, window_dimensions, window_strides, padding,
                       padding, base_dilation, window_dilation)
 
 
+def _minmax_body(direction, hlo_op):
+  return lambda a, b, dtype: ew.minmax_hlo(a, b, dtype, direction, hlo_op)
+
+
 def _reduce_window_chooser_jvp_rule(select_prim):
   # The tangent of each window's max (min) is the tangent at its location.
   def rule(g, operand, **params):
@@ -402,8 +429,9 @@ reduce_window_max_p = standard_primitive(
 ad.defjvp(reduce_window_max_p, _reduce_window_chooser_jvp_rule(ew.ge_p))
 batching.primitive_batchers[reduce_window_max_p] = _monoid_window_batch_rule(
     reduce_window_max_p)
-mlir.register_lowering(reduce_window_max_p,
-                       _monoid_window_lowering(hlo.maximum, _get_max_identity))
+# Complex operands take elementwise max's lexicographic body (XLA's maximum is not).
+mlir.register_lowering(reduce_window_max_p, _monoid_window_lowering(
+    _minmax_body("GT", hlo.maximum), _get_max_identity))
 
 reduce_window_min_p = standard_primitive(
     _monoid_window_shape_rule("reduce_window_min", _ordered), utils.input_dtype,
@@ -411,8 +439,8 @@ reduce_window_min_p = standard_primitive(
 ad.defjvp(reduce_window_min_p, _reduce_window_chooser_jvp_rule(ew.le_p))
 batching.primitive_batchers[reduce_window_min_p] = _monoid_window_batch_rule(
     reduce_window_min_p)
-mlir.register_lowering(reduce_window_min_p,
-                       _monoid_window_lowering(hlo.minimum, _get_min_identity))
+mlir.register_lowering(reduce_window_min_p, _monoid_window_lowering(
+    _minmax_body("LT", hlo.minimum), _get_min_identity))
 
 
 def _select_identity(select_prim, dtype):
@@ -426,6 +454,16 @@ def _select_direction(select_prim):
   if select_prim is ew.le_p:
     return "LE"
   raise ValueError(f"select_prim must be lax.ge_p or lax.le_p, got {select_prim}")
+
+
+def _check_select_dtype(select_prim, dtype):
+  # The select comparison has no order on complex numbers: JAX's lowerings of
+  # select_and_gather_add / select_and_scatter_add (the derivatives of a complex
+  # max/min pool) fail in its `ge`/`le` with this message, so ours fail there too.
+  if dtypes.is_complex(dtype):
+    name = _select_direction(select_prim).lower()
+    raise TypeError(f"{name} does not accept dtype {np.dtype(dtype).name} at position 0. "
+                    "Accepted dtypes at position 0 are subtypes of integer, floating, bool.")
 
 
 # =============================================================================
@@ -499,6 +537,7 @@ def _select_and_gather_add_lowering(ctx, tangents, operand, *, select_prim, **pa
   # with the larger (smaller) operand.
   t_aval, x_aval = ctx.avals_in
   direction = _select_direction(select_prim)
+  _check_select_dtype(select_prim, x_aval.dtype)
   x_init = mlir.ir_constant(_select_identity(select_prim, x_aval.dtype))
   t_init = mlir.ir_constant(np.zeros((), t_aval.dtype))
   out_aval = ctx.avals_out[0]
@@ -600,6 +639,7 @@ def _select_and_scatter_add_lowering(ctx, source, operand, *, select_prim, windo
   s_aval, x_aval = ctx.avals_in
   dtype = x_aval.dtype
   direction = _select_direction(select_prim)
+  _check_select_dtype(select_prim, dtype)
   lo = [l for l, _ in padding]
   hi = [h for _, h in padding]
   zeros = [0] * len(padding)
@@ -677,7 +717,10 @@ def _logaddexp_jvp(primals, tangents):
   # bf16) and infinities the derivatives of cumlogsumexp then share.
   x, y = primals
   tx, ty = tangents
-  out = _logaddexp(x, y)
+  # The primal through the custom_jvp again (as JAX's rule does): a second derivative
+  # then uses this rule too, not the composition, whose select leaks NaN cotangents
+  # where x = y = inf (fuzzer run5 05222: grad of jvp of a float16 cumlogsumexp).
+  out = _logaddexp_with_jvp(x, y)
   fout = _posinf_to_zero(out)
   wx = ew.exp(ew.sub(_posinf_to_zero(x), fout))
   wy = ew.exp(ew.sub(_posinf_to_zero(y), fout))

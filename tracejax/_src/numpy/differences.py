@@ -9,7 +9,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
   if n < 0:
     raise ValueError(f"order must be non-negative but got {n}")
   if n == 0:
-    return a
+    return util.fresh_array(a)  # a jit in JAX: a new value
   nd = util.ndim(a)
   if nd == 0:
     raise ValueError("diff requires input that is at least one dimensional")

@@ -636,7 +636,7 @@ def _shift(fun_name, x, axes, sign):
   axes = tuple(util.canonicalize_axis(_index(fun_name, "axes", ax), len(shape))
                for ax in axes)
   if not axes:
-    return x
+    return util.fresh_array(x)  # a jit in JAX: a new value even when nothing moves
   shifts = tuple(sign * (shape[ax] // 2) for ax in axes)
   return shape_ops.roll(x, shifts, axes)
 

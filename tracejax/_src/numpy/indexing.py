@@ -557,8 +557,11 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
   util.check_arraylike_or_list(fun_name, y)
   y = util.to_operand(y)
   weak = util.is_weak(x)
-  if type(y) is complex and dt.kind != "c":
-    y = y.real  # JAX 0.10.2 drops the imaginary part (with a ComplexWarning) here
+  if type(y) is complex and dt.kind != "c" and scatter_op is lax_gather.scatter:
+    # JAX 0.10.2 drops the imaginary part (with a ComplexWarning) here. The combining
+    # ops instead promote and cast back below: a complex min/max orders
+    # lexicographically, so nan.at[i].min(1-2j) is 1, not nan.
+    y = y.real
   if type(y) in (bool, int, float) and dt.kind in "iu" and not (
       np.iinfo(dt).min <= y <= np.iinfo(dt).max):
     # A Python scalar outside an integer x's range (or NaN): JAX makes it an array of

@@ -10,6 +10,7 @@ A x = b with `custom_linear_solve`, reusing the LU factorization of A, rather
 than through the factorization itself; `pinv` has the Golub-Pereyra JVP. The
 other functions are differentiable through the primitives' rules.
 """
+import functools
 import itertools
 import operator
 from typing import NamedTuple
@@ -525,17 +526,26 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     rc = eps * max(m, n) if rcond is None else ufuncs.where(
         ufuncs.less(rcond, 0), eps, rcond)
     u, s, vh = lax_linalg.svd(a, full_matrices=False)
-    mask = ufuncs.greater_equal(s, ufuncs.multiply(util.to_array(rc).astype(real), s[0]))
+    # Zero singular values never count (an all-zero matrix has rank 0, and x = 0
+    # rather than 0 * (1 / 0)), even when the cutoff rcond * s[0] is 0 too.
+    mask = ufuncs.logical_and(
+        ufuncs.greater(s, 0),
+        ufuncs.greater_equal(s, ufuncs.multiply(util.to_array(rc).astype(real), s[0])))
     rank = reductions.sum(mask.astype(np.int32))
     safe_s = ufuncs.where(mask, s, 1).astype(dt)
     s_inv = shape_ops.expand_dims(ufuncs.where(mask, ufuncs.divide(1, safe_s), 0).astype(dt),
                                   -1)
     uTb = products.matmul(_H(u), b)
     x = products.matmul(_H(vh), ufuncs.multiply(s_inv, uTb))
-  if numpy_resid and (int(rank) < n or m <= n):
+  # bool(), as JAX: a traced rank raises TracerBoolConversionError under jit.
+  if numpy_resid and (bool(ufuncs.less(rank, n)) or m <= n):
     resid = creation.zeros((0,), real)
   else:
-    resid = reductions.sum(_abs2(ufuncs.subtract(b, products.matmul(a, x))), axis=0)
+    # The squared 2-norm as JAX forms it, sqrt(sum |r|^2) ** 2: the same rounding
+    # (2 comes out as 1.9999999), and a NaN derivative at a zero residual, as JAX's.
+    norms = ufuncs.sqrt(reductions.sum(_abs2(ufuncs.subtract(b, products.matmul(a, x))),
+                                       axis=0))
+    resid = lax_ew.integer_pow(norms, 2)
   if b_ndim == 1:
     x = x[:, 0]
   return x, resid, rank, s
@@ -633,7 +643,9 @@ def _vector_norm(x, ord, axis, keepdims):
       msg += f" Use '{ord[:-3]}jax.numpy.inf' instead."
     raise ValueError(msg)
   if ord == np.inf:
-    return reductions.max(ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    # initial=0: the norm of an empty vector is 0, as in JAX (the min below keeps
+    # NumPy's empty-reduction error, as JAX's does).
+    return reductions.max(ufuncs.abs(x), axis=axis, keepdims=keepdims, initial=0)
   if ord == -np.inf:
     return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
   if ord == 0:
@@ -656,19 +668,20 @@ def _matrix_norm(x, ord, axis, keepdims):
   if ord in (1, -1):
     if not keepdims and col_axis > row_axis:
       col_axis -= 1
-    red = reductions.max if ord == 1 else reductions.min
+    # The max starts at 0 (the norm of an empty matrix is 0, as in JAX).
+    red = functools.partial(reductions.max, initial=0) if ord == 1 else reductions.min
     return red(reductions.sum(ufuncs.abs(x), axis=row_axis, keepdims=keepdims),
                axis=col_axis, keepdims=keepdims)
   if ord in (np.inf, -np.inf):
     if not keepdims and row_axis > col_axis:
       row_axis -= 1
-    red = reductions.max if ord == np.inf else reductions.min
+    red = functools.partial(reductions.max, initial=0) if ord == np.inf else reductions.min
     return red(reductions.sum(ufuncs.abs(x), axis=col_axis, keepdims=keepdims),
                axis=row_axis, keepdims=keepdims)
   if ord in ("nuc", 2, -2):
     s = lax_linalg.svd(shape_ops.moveaxis(x, axis, (-2, -1)), compute_uv=False)
     if ord == 2:
-      y = reductions.max(s, axis=-1)
+      y = reductions.max(s, axis=-1, initial=0)
     elif ord == -2:
       y = reductions.min(s, axis=-1)
     else:

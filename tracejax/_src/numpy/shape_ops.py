@@ -115,7 +115,7 @@ def swapaxes(a, axis1, axis2):
   perm = list(range(util.ndim(a)))
   i, j = util.canonicalize_axis(axis1, len(perm)), util.canonicalize_axis(axis2, len(perm))
   perm[i], perm[j] = perm[j], perm[i]
-  return transpose(a, perm)
+  return util.fresh_array(transpose(a, perm))  # a jit in JAX: new even when unmoved
 
 
 def moveaxis(a, source, destination):
@@ -132,7 +132,7 @@ def moveaxis(a, source, destination):
   perm = [i for i in range(nd) if i not in src]
   for d, s in sorted(zip(dst, src)):
     perm.insert(d, s)
-  return transpose(a, perm)
+  return util.fresh_array(transpose(a, perm))  # a jit in JAX: new even when unmoved
 
 
 def rollaxis(a, axis, start=0):
@@ -398,7 +398,7 @@ def rot90(m, k=1, axes=(0, 1)):
     raise ValueError("Axes must be different")
   k = k % 4
   if k == 0:
-    return m
+    return util.fresh_array(m)  # a jit in JAX: a new value
   if k == 2:
     return flip(flip(m, ax1), ax2)
   perm = list(range(util.ndim(m)))

@@ -777,7 +777,7 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
     a = maximum(a_min, a)
   if a_max is not None:
     a = minimum(a_max, a)
-  return util.to_array(a)
+  return util.fresh_array(a)  # a jit in JAX: a new value even with no bounds
 
 
 # ---- complex numbers ----

@@ -407,13 +407,20 @@ def ndtr(x):
   >>> ndtr(0.)
   DeviceArray(0.5, dtype=float32)
   """
-  import tracejax.numpy as jnp
   x = _normal_cdf_operand(x, "x.dtype={} is not supported, see docstring for supported types.")
-  half = jnp.asarray(0.5, x.dtype)
-  z = x * jnp.asarray(np.sqrt(0.5), x.dtype)
-  # erfc for the lower tail keeps precision far below zero.
-  return jnp.where(z < -1, half * lax_special.erfc(-z),
-                   jnp.where(z > 1, 1 - half * lax_special.erfc(z), half + half * lax_special.erf(z)))
+  return _ndtr(x)
+
+
+def _ndtr(x):
+  # JAX's formulation, op for op (its rounding and its derivatives' zeros and NaNs):
+  # with w = x / sqrt(2), 1 + erf(w) for |w| < 1/sqrt(2), else from erfc(|w|).
+  def c(v):
+    return np.asarray(v, x.dtype)
+  h = c(0.5 * np.sqrt(2.))
+  w = lax.mul(x, h)
+  z = lax.abs(w)
+  tail = lax.select(lax.gt(w, c(0.)), lax.sub(c(2.), lax_special.erfc(z)), lax_special.erfc(z))
+  return lax.mul(c(0.5), lax.select(lax.lt(z, h), lax.add(c(1.), lax_special.erf(w)), tail))
 
 
 def ndtri(p):
@@ -433,32 +440,70 @@ def log_ndtr(x, series_order=3):
 
   Args:
     x: the argument.
-    series_order: terms of the asymptotic series used far in the lower tail (static int).
+    series_order: terms of the asymptotic series used far in the lower tail (a Python
+      int from 0 to 30).
 
   >>> log_ndtr(0.)
   DeviceArray(-0.6931472, dtype=float32)
   """
-  import tracejax.numpy as jnp
-  if isinstance(series_order, bool) or not isinstance(series_order, (int, np.integer)) \
-      or series_order < 0:
-    raise ValueError(f"log_ndtr: series_order must be a non-negative int, got "
-                     f"{series_order!r}")
+  # JAX's checks and words.
+  if not isinstance(series_order, int):
+    raise TypeError("series_order must be a Python integer.")
+  if series_order < 0:
+    raise ValueError("series_order must be non-negative.")
+  if series_order > 30:
+    raise ValueError("series_order must be <= 30.")
   x = _normal_cdf_operand(x, "x.dtype={} is not supported.")
-  lower = -20. if x.dtype == np.float64 else -10.
-  # x > 0: log1p(-Phi(-x)) (Phi(-x) is accurate from erfc); lower <= x <= 0: log Phi(x);
-  # very negative x: the asymptotic series of the Mills ratio.
-  safe_mid = jnp.clip(x, lower, 0.)
-  mid = jnp.log(ndtr(safe_mid))
-  hi = jnp.log1p(-ndtr(-jnp.maximum(x, 0.)))
-  xl = jnp.minimum(x, lower)
-  x2 = xl * xl
-  series, term, sign = jnp.ones_like(xl), jnp.ones_like(xl), 1.
+  return _log_ndtr_fn(int(series_order))(x)
+
+
+def _log_ndtr_fn(series_order):
+  """log_ndtr for one series order, as a custom_jvp (as JAX's): its derivative is
+  t * pdf(x) / cdf(x) = t * exp(log pdf(x) - log_ndtr(x)), finite far in the lower
+  tail, where differentiating the series gives NaN."""
+  if series_order not in _LOG_NDTR:
+    from tracejax._src.custom_derivatives import custom_jvp
+    f = custom_jvp(lambda x: _log_ndtr_impl(x, series_order))
+
+    def rule(primals, tangents):
+      x, = primals
+      t, = tangents
+      out = f(x)  # through the custom_jvp again, so higher derivatives use this rule too
+      log_pdf = lax.sub(lax.mul(np.asarray(-0.5, x.dtype), lax.square(x)),
+                        np.asarray(0.5 * np.log(2 * np.pi), x.dtype))
+      return out, lax.mul(t, lax.exp(lax.sub(log_pdf, out)))
+    f.defjvp(rule)
+    _LOG_NDTR[series_order] = f
+  return _LOG_NDTR[series_order]
+
+
+_LOG_NDTR = {}
+
+
+def _log_ndtr_impl(x, series_order):
+  # JAX's three pieces and thresholds (float32: -10 and 5; float64: -20 and 8):
+  # -ndtr(-x) above the upper one (log(1 - e) ~ -e), log(ndtr(x)) in the middle and
+  # the asymptotic series of the Mills ratio below the lower one.
+  def c(v):
+    return np.asarray(v, x.dtype)
+  lower, upper = (c(-20.), c(8.)) if x.dtype == np.float64 else (c(-10.), c(5.))
+  above = lax.gt(x, upper)
+  cdf = _ndtr(lax.select(above, lax.neg(x), lax.max(x, lower)))
+  xl = lax.min(x, lower)
+  log_scale = lax.sub(lax.sub(lax.mul(c(-0.5), lax.square(xl)), lax.log(lax.neg(xl))),
+                      c(0.5 * np.log(2 * np.pi)))
+  # 1 - 1/x^2 + 3/x^4 - 15/x^6 + ...: odd and even terms summed apart, as JAX does.
+  x2 = lax.square(xl)
+  x2n, even, odd = x2, c(0.), c(0.)
   for n in range(1, series_order + 1):
-    term = term * (2 * n - 1) / x2
-    sign = -sign
-    series = series + sign * term
-  lo = -0.5 * x2 - jnp.log(-xl) - 0.5 * np.log(2 * np.pi) + jnp.log(series)
-  return jnp.where(x > 0, hi, jnp.where(x < lower, lo, mid))
+    term = lax.div(c(float(np.prod(np.arange(2 * n - 1, 1, -2)))), x2n)
+    if n % 2:
+      odd = lax.add(odd, term)
+    else:
+      even = lax.add(even, term)
+    x2n = lax.mul(x2n, x2)
+  lo = lax.add(log_scale, lax.log(lax.sub(lax.add(c(1.), even), odd)))
+  return lax.select(above, lax.neg(cdf), lax.select(lax.gt(x, lower), lax.log(cdf), lo))
 
 
 def _norm_axes(axis, ndim, name="axis"):

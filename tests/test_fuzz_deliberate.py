@@ -395,3 +395,37 @@ def test_vjp_of_python_int_weak_types():
   assert not F._vjp_of_python_int(dict(prog, stack=[{"t": "grad", "arg": 0}]), "weak_type")
   out, _ = jax.vjp(lambda x: x << x, False)
   assert out.dtype == np.int32 and not out.weak_type   # JAX: the Python int 0
+
+
+def test_cholesky_nonfinite_found_as_the_cause_downstream():
+  # seed 311 #1136 (x64 on): searchsorted over the sorted cholesky factor of a matrix with
+  # inf entries (JAX's LAPACK factor keeps numbers where ours is NaN): the fuzzer reruns
+  # the program with finite inputs (the same values, no NaN/inf) and counts it as
+  # cholesky-nan-input if that agrees.
+  prog = {"inputs": [{"dtype": "float32", "shape": [3, 3], "kind": "special"}],
+          "ops": [{"t": "jnp.linalg.cholesky({0})", "a": ["x0"]},
+                  {"t": "jnp.searchsorted(jnp.sort(jnp.ravel({0})), 0.5)", "a": ["v0"]}],
+          "out": "v1", "stack": [], "seed": 1}
+
+  class Runner:
+    def __init__(self, verdict):
+      self.verdict, self.seen = verdict, []
+
+    def classify(self, p):
+      self.seen.append(p)
+      return (None if p["inputs"][0]["kind"] == "normal" else self.verdict), {}, {}
+
+  r = Runner("value")
+  assert F._cholesky_nonfinite_is_the_cause(r, prog)
+  assert r.seen[-1]["inputs"][0]["kind"] == "normal"
+  assert F._found_by_rerun(r, prog, "value", {"ok": True, "leaves": []}) == "cholesky-nan-input"
+  assert not F._cholesky_nonfinite_is_the_cause(
+      r, dict(prog, inputs=[dict(prog["inputs"][0], kind="normal")]))
+  assert not F._cholesky_nonfinite_is_the_cause(
+      r, dict(prog, ops=[{"t": "jnp.sort({0})", "a": ["x0"]}]))
+
+  class Still(Runner):
+    def classify(self, p):
+      return "value", {}, {}
+
+  assert not F._cholesky_nonfinite_is_the_cause(Still("value"), prog)

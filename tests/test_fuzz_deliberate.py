@@ -369,7 +369,7 @@ def test_half_precision_jit_dependent_found_by_rerunning_without_jit():
 
   j, _ = answers[True]
   assert F._half_precision_jit_dependent(Runner(), prog, "value-close", j)
-  assert F._found_by_rerun(Runner(), prog, "value-close", j) == "half-precision-jit-dependent"
+  assert F._found_by_rerun(Runner(), prog, "value-close", j) == "half-precision-rounding"
   assert not F._half_precision_jit_dependent(Runner(), dict(prog, stack=prog["stack"][1:]),
                                              "value-close", j)   # no jit to remove
   answers[False] = (h(0.625), h(0.5))       # tracejax disagrees without jit too
@@ -429,3 +429,26 @@ def test_cholesky_nonfinite_found_as_the_cause_downstream():
       return "value", {}, {}
 
   assert not F._cholesky_nonfinite_is_the_cause(Still("value"), prog)
+
+
+def test_half_precision_rounding_found_by_rerunning_at_float32():
+  # seed 312 #474: hessian(nn.standardize) of a float16 input: JAX -0.5234, tracejax
+  # -0.5195 (value-close); the same program on float32 inputs agrees.
+  prog = {"inputs": [{"dtype": "float16", "shape": [1, 3], "kind": "normal"}],
+          "ops": [{"t": "jax.nn.standardize({0}, axis=-1)", "a": ["x0"]}],
+          "out": "v0", "stack": [{"t": "hessian", "argnums": 0}], "seed": 1}
+  j = _ok(_leaf(np.float16(-0.5234)))
+
+  class Runner:
+    def __init__(self, at32):
+      self.at32 = at32
+
+    def classify(self, p):
+      return (self.at32 if p["inputs"][0]["dtype"] == "float32" else "value-close"), {}, {}
+
+  assert F._half_precision_rounding(Runner(None), prog, "value-close", j)
+  assert F._found_by_rerun(Runner(None), prog, "value-close", j) == "half-precision-rounding"
+  assert not F._half_precision_rounding(Runner("value-close"), prog, "value-close", j)
+  assert not F._half_precision_rounding(Runner(None), prog, "value", j)   # too far apart
+  assert not F._half_precision_rounding(Runner(None), prog, "value-close",
+                                        _ok(_leaf(np.float32(-0.5234))))

@@ -172,3 +172,34 @@ def test_sort_of_a_scalar_is_jax_axis_error():
     lax.sort(np.float32(1.0))
   with pytest.raises(ValueError, match="axis 1 is out of bounds for array of dimension 1"):
     lax.sort(np.ones(3), dimension=1)
+
+
+def test_square_is_jax_square_primitive():
+  # seed 312 #595: jnp.square is lax.square (JAX 0.10.2), whose complex form does not
+  # cancel to NaN/-inf: the square of sin(610.77+58.6j) is inf+infj in JAX.
+  s = jnp.sin(np.complex64(610.7681884765625 + 58.599422454833984j))
+  out = complex(jnp.square(s))
+  assert out.real == np.inf and out.imag == np.inf
+  assert complex(s * s).real == -np.inf            # the plain product, in JAX too
+  assert "square" in str(jax.make_jaxpr(jnp.square)(1.0))
+
+
+def test_loop_results_take_the_bodys_weak_types():
+  # seed 312 #651: JAX 0.10.2 types a while_loop/scan result by the body's output, so a
+  # loop's JVP ends with the body's tangent type even with no steps, and a strong init
+  # carried by a body returning a Python float ends weak.
+  B = lambda x: jnp.broadcast_to(x, (2,))
+  for n in (0, 1, 2):
+    f = lambda d: jnp.sum(lax.fori_loop(0, n, lambda i, v: jnp.square(v), B(d)))
+    assert not jax.grad(f)(2.0).weak_type
+    assert jax.grad(lambda d: lax.fori_loop(0, n, lambda i, v: jnp.square(v), d))(2.0).weak_type
+    assert jax.grad(lambda d: jnp.sum(lax.fori_loop(0, n, lambda i, v: v * 2, B(d))))(2.0).weak_type
+  t = jax.jvp(lambda d: lax.while_loop(lambda c: c[0] < 1, lambda c: (c[0] + 1, lax.square(c[1])),
+                                       (0, B(d)))[1], (2.0,), (1.0,))[1]
+  assert not t.weak_type
+  assert lax.while_loop(lambda c: c < 3, lambda c: 5.0, jnp.float32(1.0)).weak_type
+  assert lax.scan(lambda c, _: (5.0, None), jnp.float32(1.0), None, length=2)[0].weak_type
+  assert not lax.while_loop(lambda c: c < 3, lambda c: jnp.float32(5.0), 1.0).weak_type
+  v, g = jax.value_and_grad(lambda d: jnp.sum(lax.fori_loop(
+      0, 0, lambda i, v: jnp.square(v), B(d))))(float("nan"))
+  assert np.isnan(v) and float(g) == 2.0 and not g.weak_type

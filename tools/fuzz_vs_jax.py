@@ -398,6 +398,24 @@ def _cholesky_nonfinite_is_the_cause(runner, prog):
     return False
 
 
+def _half_precision_rounding(runner, prog, cat, j):
+  """Whether a half-precision difference within 100x the tolerance (value-close) goes
+  away when the program's float16/bfloat16 inputs are float32: rounding that follows
+  evaluation order (JAX's own jnp/nn functions are jitted, so XLA fuses their
+  half-precision arithmetic even in an eager program)."""
+  if cat != "value-close" or not j.get("ok") or not any(
+      a["dtype"] in ("float16", "bfloat16") for a in j["leaves"]):
+    return False
+  inputs = [dict(x, dtype="float32") if x.get("dtype") in ("float16", "bfloat16") else x
+            for x in prog["inputs"]]
+  if inputs == prog["inputs"]:
+    return False
+  try:
+    return runner.classify(dict(prog, inputs=inputs))[0] is None
+  except Exception:
+    return False
+
+
 def _found_by_rerun(runner, prog, cat, j):
   """The documented difference a disagreement is, found from the program itself or by
   rerunning variants of it (None when no test says so)."""
@@ -405,8 +423,9 @@ def _found_by_rerun(runner, prog, cat, j):
     return "jax-host-arrays-untraced"
   if _int_fill_is_the_cause(runner, prog):
     return "float-to-int-out-of-range"
-  if _half_precision_jit_dependent(runner, prog, cat, j):
-    return "half-precision-jit-dependent"
+  if _half_precision_jit_dependent(runner, prog, cat, j) or \
+      _half_precision_rounding(runner, prog, cat, j):
+    return "half-precision-rounding"
   if _cholesky_nonfinite_is_the_cause(runner, prog):
     return "cholesky-nan-input"
   return None

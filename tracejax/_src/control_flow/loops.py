@@ -123,7 +123,11 @@ while_p.def_impl(functools.partial(dispatch.apply_primitive, while_p))
 
 
 def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-  return list(avals[cond_nconsts + body_nconsts:])
+  # The body's output types, weak types included (as JAX's: a strong init carried by a
+  # body that returns a weak value ends weak; a loop's JVP ends with the body's tangent
+  # types even when it runs no step).
+  return [a.update(weak_type=o.weak_type) if hasattr(a, "update") else a
+          for a, o in zip(avals[cond_nconsts + body_nconsts:], body_jaxpr.out_avals)]
 
 
 while_p.def_abstract_eval(_while_abstract_eval)
@@ -543,12 +547,9 @@ scan_p.def_impl(functools.partial(dispatch.apply_primitive, scan_p))
 
 def _scan_abstract_eval(*avals, jaxpr, length, num_consts, num_carry, **_):
   outs = jaxpr.out_avals
-  # As while_loop's (and JAX's), the final carry has the weak type of the initial one
-  # (promoted once by `_promote_weak_carry`), not that of the body's output.
-  # (The JVP and transpose rules call this without operands: the body's types then.)
-  in_carry = avals[num_consts:num_consts + num_carry] if avals else outs[:num_carry]
-  carry = [o.update(weak_type=a.weak_type) for o, a in zip(outs[:num_carry], in_carry)]
-  return carry + [a.update(shape=(length,) + a.shape) for a in outs[num_carry:]]
+  # As while_loop's (and JAX's), the final carry has the body's output types, weak types
+  # included (a scan's JVP ends with the body's tangent types even when length is 0).
+  return outs[:num_carry] + [a.update(shape=(length,) + a.shape) for a in outs[num_carry:]]
 
 
 scan_p.def_abstract_eval(_scan_abstract_eval)

@@ -271,7 +271,7 @@ def cbrt(x, /):
 def square(x, /):
   """x * x elementwise."""
   x, = util.promote_args_numeric("square", x)
-  return lax.integer_pow(util.to_array(x), 2)
+  return lax.square(util.to_array(x))  # JAX's `square` (complex: no cancellation to NaN)
 
 
 def reciprocal(x, /):

@@ -354,32 +354,6 @@ def test_int_fill_found_as_the_cause_downstream():
   assert not F._int_fill_is_the_cause(Runner(), no_fill)
 
 
-def test_half_precision_jit_dependent_found_by_rerunning_without_jit():
-  # seed 307 #4 (x64 on): jacrev(jit(zeta(x, x))) in float16. JAX 0.10.2 gives 0.625
-  # eagerly and 0.6094 under jit; tracejax 0.625 eagerly (and 0.629 under jit).
-  prog = {"inputs": [{"dtype": "float16", "shape": [3, 1], "kind": "normal"}],
-          "ops": [{"t": "jax.scipy.special.zeta({0}, {1})", "a": ["x0", "x0"]}],
-          "out": "v0", "stack": [{"t": "jit"}, {"t": "jacrev", "argnums": 0}], "seed": 1}
-  h = lambda v: _ok(_leaf(np.float16(v)))
-  answers = {True: (h(0.6094), h(0.629)), False: (h(0.625), h(0.625))}
-
-  class Runner:
-    def run_both(self, p):
-      return answers[any(s["t"] == "jit" for s in p["stack"])]
-
-  j, _ = answers[True]
-  assert F._half_precision_jit_dependent(Runner(), prog, "value-close", j)
-  assert F._found_by_rerun(Runner(), prog, "value-close", j) == "half-precision-rounding"
-  assert not F._half_precision_jit_dependent(Runner(), dict(prog, stack=prog["stack"][1:]),
-                                             "value-close", j)   # no jit to remove
-  answers[False] = (h(0.625), h(0.5))       # tracejax disagrees without jit too
-  assert not F._half_precision_jit_dependent(Runner(), prog, "value-close", j)
-  answers[False] = (h(0.6094), h(0.625))    # JAX's answer does not depend on jit
-  assert not F._half_precision_jit_dependent(Runner(), prog, "value-close", j)
-  f32 = _ok(_leaf(np.float32(0.6094)))
-  assert not F._half_precision_jit_dependent(Runner(), prog, "value-close", f32)
-
-
 def test_vjp_of_python_int_weak_types():
   # seed 310 #3768: vjp at the Python bool False of cond(x << x)[..., None]: JAX computes
   # x << x on the host (the Python int 0, weak), so its result is a weak int32; tracejax
@@ -431,24 +405,37 @@ def test_cholesky_nonfinite_found_as_the_cause_downstream():
   assert not F._cholesky_nonfinite_is_the_cause(Still("value"), prog)
 
 
-def test_half_precision_rounding_found_by_rerunning_at_float32():
-  # seed 312 #474: hessian(nn.standardize) of a float16 input: JAX -0.5234, tracejax
-  # -0.5195 (value-close); the same program on float32 inputs agrees.
-  prog = {"inputs": [{"dtype": "float16", "shape": [1, 3], "kind": "normal"}],
-          "ops": [{"t": "jax.nn.standardize({0}, axis=-1)", "a": ["x0"]}],
-          "out": "v0", "stack": [{"t": "hessian", "argnums": 0}], "seed": 1}
-  j = _ok(_leaf(np.float16(-0.5234)))
+def test_half_precision_rounding_found_by_rerunning_without_jit():
+  # seed 307 #4 (x64 on): jacrev(jit(zeta(x, x))) in float16: JAX 0.6094 (0.625 without
+  # jit), tracejax 0.629 (0.625). seed 312 #474/#1508: eager float16 programs where
+  # JAX's own jitted nn.standardize / linalg.norm round as fused code.
+  prog = {"inputs": [{"dtype": "float16", "shape": [3, 1], "kind": "normal"}],
+          "ops": [{"t": "jax.scipy.special.zeta({0}, {1})", "a": ["x0", "x0"]}],
+          "out": "v0", "stack": [{"t": "jit"}, {"t": "jacrev", "argnums": 0}], "seed": 1}
+  h = lambda v: _ok(_leaf(np.float16(v)))
+  answers = {False: (h(0.6094), h(0.629)), True: (h(0.625), h(0.625))}
 
   class Runner:
-    def __init__(self, at32):
-      self.at32 = at32
+    def __init__(self):
+      self.seen = []
 
-    def classify(self, p):
-      return (self.at32 if p["inputs"][0]["dtype"] == "float32" else "value-close"), {}, {}
+    def run_both(self, p):
+      self.seen.append(p)
+      return answers[p["stack"][-1]["t"] == "disable_jit"]
 
-  assert F._half_precision_rounding(Runner(None), prog, "value-close", j)
-  assert F._found_by_rerun(Runner(None), prog, "value-close", j) == "half-precision-rounding"
-  assert not F._half_precision_rounding(Runner("value-close"), prog, "value-close", j)
-  assert not F._half_precision_rounding(Runner(None), prog, "value", j)   # too far apart
-  assert not F._half_precision_rounding(Runner(None), prog, "value-close",
-                                        _ok(_leaf(np.float32(-0.5234))))
+  j, _ = answers[False]
+  r = Runner()
+  assert F._half_precision_rounding(r, prog, "value-close", j)
+  assert r.seen[-1]["stack"][-1] == {"t": "disable_jit"}
+  assert "jax.disable_jit()(f2)" in F.G.render(r.seen[-1])
+  assert F._found_by_rerun(Runner(), prog, "value", j) == "half-precision-rounding"
+  answers[True] = (h(0.625), h(0.5))       # tracejax disagrees without jit too
+  assert not F._half_precision_rounding(Runner(), prog, "value-close", j)
+  answers[True] = (h(0.6094), h(0.625))    # JAX's answer does not depend on jit
+  assert not F._half_precision_rounding(Runner(), prog, "value-close", j)
+  answers[True] = (h(0.625), h(0.625))
+  f32 = _ok(_leaf(np.float32(0.6094)))
+  p32 = dict(prog, inputs=[dict(prog["inputs"][0], dtype="float32")])
+  assert not F._half_precision_rounding(Runner(), p32, "value-close", f32)   # no half
+  assert F._half_precision_rounding(Runner(), prog, "value", f32)   # half inputs (#734)
+  assert not F._half_precision_rounding(Runner(), prog, "weak_type", j)

@@ -203,3 +203,25 @@ def test_loop_results_take_the_bodys_weak_types():
   v, g = jax.value_and_grad(lambda d: jnp.sum(lax.fori_loop(
       0, 0, lambda i, v: jnp.square(v), B(d))))(float("nan"))
   assert np.isnan(v) and float(g) == 2.0 and not g.weak_type
+
+
+def test_disable_jit_while_loop_falls_back_when_traced():
+  # jax.random.gamma under jax.disable_jit() raised TracerBoolConversionError: its
+  # while_loop runs inside a vmap there. JAX 0.10.2 runs a while_loop as a Python loop
+  # under disable_jit only when it can, falling back to the primitive on a traced
+  # condition. Values recorded from JAX (threefry_partitionable=False).
+  with jax.disable_jit():
+    out = jax.vmap(lambda x: lax.while_loop(lambda c: c < x, lambda c: c + 1, 0))(
+        jnp.arange(3))
+    assert out.tolist() == [0, 1, 2]
+    assert lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0) == 3
+  prev = jax.config.jax_threefry_partitionable
+  jax.config.update("jax_threefry_partitionable", False)
+  try:
+    with jax.disable_jit():
+      g = jax.random.gamma(jax.random.PRNGKey(65), jnp.float32(1.46875))
+    assert np.isfinite(float(g))
+    np.testing.assert_allclose(
+        g, jax.random.gamma(jax.random.PRNGKey(65), jnp.float32(1.46875)), rtol=1e-6)
+  finally:
+    jax.config.update("jax_threefry_partitionable", prev)

@@ -664,6 +664,8 @@ def render(prog):
       lines.append(f"f{k} = jax.jit({prev})")
     elif t == "checkpoint":
       lines.append(f"f{k} = jax.checkpoint({prev})")
+    elif t == "disable_jit":  # (never generated: the fuzzer's rerun of a difference)
+      lines.append(f"f{k} = jax.disable_jit()({prev})")
     elif t == "vmap":
       ax = "(" + "".join(f"{a}, " for a in layer["in_axes"]) + ")"
       oa = f", out_axes={layer['out_axes']}" if "out_axes" in layer else ""

@@ -351,19 +351,19 @@ def _int_fill_is_the_cause(runner, prog):
     return False
 
 
-def _half_precision_jit_dependent(runner, prog, cat, j):
-  """Whether a half-precision value disagreement of a jitted program is JAX's answer
-  changing with `jit`: without the program's jits JAX gives another answer, and
-  tracejax agrees with that one. (XLA fuses float16/bfloat16 arithmetic under jit,
-  keeping intermediates in float32, so rounding there follows the fusion.)"""
-  if not cat.startswith("value") or not j.get("ok") or not any(
-      a["dtype"] in ("float16", "bfloat16", "complex32") for a in j["leaves"]):
-    return False
-  stack = [s for s in prog["stack"] if s.get("t") != "jit"]
-  if len(stack) == len(prog["stack"]):
+def _half_precision_rounding(runner, prog, cat, j):
+  """Whether a half-precision value difference is JAX's answer changing with `jit`: run
+  with every jit disabled (`jax.disable_jit()` around the program, which also runs JAX's
+  own jitted jnp/nn functions op by op), JAX gives another answer and tracejax agrees
+  with it. (XLA fuses float16/bfloat16 arithmetic under jit and keeps intermediates in
+  float32, so rounding, even overflow, there follows the fusion.)"""
+  half = ("float16", "bfloat16")
+  if not cat.startswith("value") or not j.get("ok") or not (
+      any(a["dtype"] in half for a in j["leaves"]) or
+      any(x.get("dtype") in half for x in prog["inputs"])):
     return False
   try:
-    j2, t2 = runner.run_both(dict(prog, stack=stack))
+    j2, t2 = runner.run_both(dict(prog, stack=prog["stack"] + [{"t": "disable_jit"}]))
   except Exception:
     return False
   return compare(j, j2) is not None and compare(j2, t2) is None
@@ -398,24 +398,6 @@ def _cholesky_nonfinite_is_the_cause(runner, prog):
     return False
 
 
-def _half_precision_rounding(runner, prog, cat, j):
-  """Whether a half-precision difference within 100x the tolerance (value-close) goes
-  away when the program's float16/bfloat16 inputs are float32: rounding that follows
-  evaluation order (JAX's own jnp/nn functions are jitted, so XLA fuses their
-  half-precision arithmetic even in an eager program)."""
-  if cat != "value-close" or not j.get("ok") or not any(
-      a["dtype"] in ("float16", "bfloat16") for a in j["leaves"]):
-    return False
-  inputs = [dict(x, dtype="float32") if x.get("dtype") in ("float16", "bfloat16") else x
-            for x in prog["inputs"]]
-  if inputs == prog["inputs"]:
-    return False
-  try:
-    return runner.classify(dict(prog, inputs=inputs))[0] is None
-  except Exception:
-    return False
-
-
 def _found_by_rerun(runner, prog, cat, j):
   """The documented difference a disagreement is, found from the program itself or by
   rerunning variants of it (None when no test says so)."""
@@ -423,8 +405,7 @@ def _found_by_rerun(runner, prog, cat, j):
     return "jax-host-arrays-untraced"
   if _int_fill_is_the_cause(runner, prog):
     return "float-to-int-out-of-range"
-  if _half_precision_jit_dependent(runner, prog, cat, j) or \
-      _half_precision_rounding(runner, prog, cat, j):
+  if _half_precision_rounding(runner, prog, cat, j):
     return "half-precision-rounding"
   if _cholesky_nonfinite_is_the_cause(runner, prog):
     return "cholesky-nan-input"

@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-from tracejax._src import dispatch, dtypes, traceback_util, tree_util
+from tracejax._src import dispatch, dtypes, errors, traceback_util, tree_util
 from tracejax._src.config import config
 from tracejax._src.control_flow import common
 from tracejax._src.core import ir
@@ -36,10 +36,13 @@ def while_loop(cond_fun, body_fun, init_val):
   DeviceArray(10, dtype=int32)
   """
   if config.jax_disable_jit:
-    val = init_val
-    while cond_fun(val):
-      val = body_fun(val)
-    return val
+    try:
+      val = init_val
+      while cond_fun(val):
+        val = body_fun(val)
+      return val
+    except errors.ConcretizationTypeError:
+      pass  # a traced condition (e.g. under vmap): the loop primitive, as JAX falls back
   leaves, in_tree = tree_util.tree_flatten(init_val)
   args_tree = tree_util.tree_structure((init_val,))
   avals = [common.aval_of(x) for x in leaves]

@@ -225,3 +225,15 @@ def test_disable_jit_while_loop_falls_back_when_traced():
         g, jax.random.gamma(jax.random.PRNGKey(65), jnp.float32(1.46875)), rtol=1e-6)
   finally:
     jax.config.update("jax_threefry_partitionable", prev)
+
+
+def test_all_gather_under_vmap_of_a_numpy_input_is_an_array():
+  # all_gather over vmap's own axis of a NumPy input handed that input back (asarray and
+  # astype now return tracers unchanged, as JAX's), so indexing it with a traced index
+  # failed inside ragged_all_to_all. JAX 0.10.2 returns a new Array; its values:
+  def f(a):
+    ins = lax.all_gather(jnp.asarray(a).astype(np.int32), 'i')
+    return ins[0][lax.axis_index('i') * 2 + 1]
+  assert jax.vmap(f, axis_name='i')(np.arange(12).reshape(3, 4)).tolist() == [1, 3, 3]
+  out = jax.vmap(lambda a: lax.all_gather(a, 'i'), axis_name='i')(np.arange(12).reshape(3, 4))
+  assert isinstance(out, jax.Array) and out.dtype == np.int32

@@ -35,7 +35,7 @@ import numpy as np
 
 from tracejax._src import tree_util
 from tracejax._src.core.avals import ShapedArray
-from tracejax._src.core.trace import Primitive
+from tracejax._src.core.trace import Primitive, Tracer
 from tracejax._src.interpreters import ad, batching, lowering
 from tracejax._src.interpreters.lowering import hlo, ir
 
@@ -642,6 +642,9 @@ def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled, axis_index_g
       shape = list(x.shape)
       merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2:]
       x = structural.reshape(x, tuple(merged))
+    if not isinstance(x, Tracer):   # the vmapped NumPy input itself: a new Array, as JAX's
+      from tracejax._src.lax import misc as lax_misc
+      x = lax_misc.copy_p.bind(x)
     outs.append(x)
   return outs, [None] * len(outs)
 

@@ -251,10 +251,10 @@ def top_k(operand, k, *, axis=-1):
   k = concrete_or_error(operator.index, k, "The k argument of top_k.")
   ndim = len(np.shape(operand))
   axis = operator.index(axis)
-  if ndim and not -ndim <= axis < ndim:
-    raise ValueError(f"top_k axis {axis} is out of bounds for an operand of rank {ndim}.")
-  axis = axis % ndim if ndim else axis
-  if ndim == 0 or axis == ndim - 1:
+  if not -ndim <= axis < ndim:  # (rank 0 included; JAX 0.10.2's words)
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+  axis = axis % ndim
+  if axis == ndim - 1:
     return tuple(top_k_p.bind(operand, k=k))
   from tracejax._src.lax import structural
   perm = tuple(i for i in range(ndim) if i != axis) + (axis,)

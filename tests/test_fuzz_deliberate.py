@@ -439,3 +439,28 @@ def test_half_precision_rounding_found_by_rerunning_without_jit():
   assert not F._half_precision_rounding(Runner(), p32, "value-close", f32)   # no half
   assert F._half_precision_rounding(Runner(), prog, "value", f32)   # half inputs (#734)
   assert not F._half_precision_rounding(Runner(), prog, "weak_type", j)
+
+
+def test_worker_replies_survive_c_level_stdout_noise():
+  # Run 5, seed 312: LAPACK's xerbla wrote "** On entry to SLASCL parameter number 4 had
+  # an illegal value" to file descriptor 1 of the JAX worker, which broke the JSON
+  # protocol and stopped the fuzzer. The worker (here on tracejax) now sends replies on a
+  # private copy of stdout and points fd 1 at stderr.
+  import json
+  import subprocess
+  tools = os.path.dirname(F.__file__)
+  env = dict(os.environ, FUZZ_LIB="tracejax", FUZZ_X64="0", FUZZ_CACHE_DIR="")
+  p = subprocess.Popen([sys.executable, os.path.join(tools, "_fuzz_common.py"), "--worker"],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True, env=env, cwd=tools)
+  try:
+    assert json.loads(p.stdout.readline()) == {"ready": True}
+    src = ("import os\ndef main(x):\n  os.write(1, b'** On entry to SLASCL parameter\\n')\n"
+           "  print('a stray print')\n  return x * 2\n")
+    p.stdin.write(json.dumps({"src": src, "inputs": [{"py": 1.5}], "timeout": 60}) + "\n")
+    p.stdin.flush()
+    reply = json.loads(p.stdout.readline())
+    assert reply["ok"] and reply["leaves"][0]["weak"] == "py:float"
+  finally:
+    p.kill()
+    p.wait(10)

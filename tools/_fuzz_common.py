@@ -193,8 +193,13 @@ def worker_main():
     import tracejax
     tracejax.config.update("jax_enable_x64", x64)
   ns = bind_library(which)
-  out = sys.stdout
-  sys.stdout = sys.stderr  # stray prints from programs must not corrupt the protocol
+  # Stray output must not corrupt the protocol: Python prints go to stderr, and so does
+  # file descriptor 1 itself (LAPACK's xerbla writes "** On entry to SLASCL ..." there
+  # from C); the replies go to a private copy of the original stdout.
+  sys.stdout.flush()
+  out = os.fdopen(os.dup(1), "w")
+  os.dup2(2, 1)
+  sys.stdout = sys.stderr
   count = 0
   out.write(json.dumps({"ready": True}) + "\n")
   out.flush()

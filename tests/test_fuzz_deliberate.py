@@ -464,3 +464,26 @@ def test_worker_replies_survive_c_level_stdout_noise():
   finally:
     p.kill()
     p.wait(10)
+
+
+def test_more_run5_deliberate_entries():
+  # seed 312 #2553: vjp at an empty bool array of imag(x ^ 7): JAX computes on the host
+  # from the untraced input (strong int32); tracejax traces it (weak).
+  prog = {"inputs": [{"dtype": "bool", "shape": [0], "kind": "normal"}],
+          "ops": [{"t": "jnp.imag(({0} ^ 7))", "a": ["x0"]}], "out": "v0",
+          "stack": [{"t": "vjp", "arg": 0}], "seed": 1}
+  assert F._vjp_of_python_int(prog, "weak_type")
+  assert not F._vjp_of_python_int(dict(prog, inputs=[dict(prog["inputs"][0], dtype="float32")]),
+                                  "weak_type")
+  # seed 312 #1846: cumlogsumexp of int32: JAX returns an empty array / raises
+  # OverflowError; tracejax raises TypeError naming the dtype.
+  t = _err("TypeError", "cumlogsumexp does not accept dtype int32 (operand 0). Accepted "
+           "dtypes are subtypes of inexact.")
+  j = _ok(_leaf(np.zeros((0, 2), np.int32)))
+  assert F.deliberate("lax.cumlogsumexp(v0, axis=0)", j, t) == "cumlogsumexp-int"
+  j = _err("OverflowError", "cannot convert float infinity to integer")
+  assert F.deliberate("lax.cumlogsumexp(v0, axis=0)", j, t) == "cumlogsumexp-int"
+  assert F.deliberate("lax.cumsum(v0, axis=0)", j, t) is None
+  assert F.deliberate("lax.cumlogsumexp(v0)", _ok(_leaf(np.zeros(2, np.int32))), t) is None
+  with pytest.raises(TypeError, match="cumlogsumexp does not accept dtype int32"):
+    lax.cumlogsumexp(np.zeros((0, 2), np.int32), axis=0)

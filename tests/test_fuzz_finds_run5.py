@@ -237,3 +237,39 @@ def test_all_gather_under_vmap_of_a_numpy_input_is_an_array():
   assert jax.vmap(f, axis_name='i')(np.arange(12).reshape(3, 4)).tolist() == [1, 3, 3]
   out = jax.vmap(lambda a: lax.all_gather(a, 'i'), axis_name='i')(np.arange(12).reshape(3, 4))
   assert isinstance(out, jax.Array) and out.dtype == np.int32
+
+
+def test_linalg_and_angle_keep_weak_types_as_jax():
+  # seed 312 #1896, #2033: JAX 0.10.2's linalg primitives take the standard weak-type
+  # rule (weak when every input is: lu's pivots too), symmetrize divides by a Python 2,
+  # and angle of a weak real array is weak (a 0-d one goes strongly to the default float).
+  from tracejax.lax import linalg as L
+  w = jnp.full((2, 2), 0.5)
+  s = jnp.ones((2, 2), jnp.float32)
+  pd = jnp.full((2, 2), 1.0) + 1.0
+  weak = lambda r: [bool(x.weak_type) for x in jax.tree_util.tree_leaves(r)]
+  assert weak(L.cholesky(pd)) == [True]
+  assert weak(L.triangular_solve(w, w, left_side=True)) == [True]
+  assert weak(L.triangular_solve(w, s, left_side=True)) == [False]
+  assert weak(L.lu(w)) == [True, True, True]
+  assert weak(L.qr(w)) == [True, True]
+  assert weak(L.eigh(w)) == [True, True]
+  assert weak(L.svd(w)) == [True, True, True]
+  assert weak(L.eig(w)) == [True, True, True]
+  assert weak(L.lu_pivots_to_permutation(jnp.zeros(2, jnp.int32), 2)) == [False]
+  assert weak(jnp.linalg.eigvalsh(w)) == [True]
+  assert weak(jnp.linalg.cond(w)) == [True]
+  assert weak(jnp.linalg.inv(w)) == [False]
+  # det: JAX's explicit products for 2x2 and 3x3 (weak as the input), LU beyond
+  assert [weak(jnp.linalg.det(jnp.full((n, n), 0.5))) for n in (1, 2, 3, 4)] == \
+      [[False], [True], [True], [False]]
+  a = np.array([[[0.5, -1.25, 2.], [1.5, 0.25, -0.75], [2., 1., 3.]]], np.float32)
+  np.testing.assert_array_equal(jnp.linalg.det(a), [10.25])
+  np.testing.assert_array_equal(jax.grad(lambda x: jnp.linalg.det(x))(np.ones((3, 3), np.float32)),
+                                np.zeros((3, 3)))
+  assert weak(jnp.linalg.lstsq(w, w)) == [False, False, False, True]
+  assert weak(jnp.abs(jnp.linalg.qr(jnp.outer(0.5, 0.5))[1])) == [True]
+  assert weak(jnp.angle(jnp.tile(0.5, 2))) == [True]
+  assert weak(jnp.angle(jnp.asarray(0.5))) == [False]
+  assert weak(jnp.angle(jnp.tile(2, 2))) == [False]
+  assert jax.grad(lambda x: jnp.angle(jnp.tile(x, 2)).sum())(0.5).weak_type

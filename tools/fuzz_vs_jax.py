@@ -378,8 +378,9 @@ def _vjp_of_python_int(prog, cat):
   for s in prog["stack"]:
     if s.get("t") == "vjp":
       x = prog["inputs"][s.get("arg", 0)] if s.get("arg", 0) < len(prog["inputs"]) else {}
-      if x.get("dtype") == "py" and type(x.get("py")) in (bool, int):
-        return True
+      dt = x.get("dtype", "float32")
+      if (type(x.get("py")) in (bool, int)) if dt == "py" else G.dclass(dt) in "biu":
+        return True   # (NumPy bool/int arrays too: JAX hands them over untraced)
   return False
 
 
@@ -456,6 +457,10 @@ DELIBERATE = [
     ("float-to-int-out-of-range", lambda src, j, t: "jit" in src and any(
         op in src for op in ("full_like", "full(", "astype", "convert_element_type"))
         and _int_conversion_differs(j, t)),
+    ("cumlogsumexp-int", lambda src, j, t: "cumlogsumexp" in src and _texc(
+        t, "TypeError", "cumlogsumexp does not accept dtype") and (
+        _jexc(j, "OverflowError", "cannot convert float infinity to integer") or (
+            j["ok"] and all(0 in a["shape"] for a in j["leaves"])))),
     ("top-k-complex-error-type", lambda src, j, t: _jexc(
         j, "ValueError", "top_k is not compatible with complex inputs") and _texc(
         t, "TypeError", "top_k does not accept dtype complex")),

@@ -55,12 +55,6 @@ _lapack_dtypes = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.comple
                   np.dtype(np.complex128))
 
 
-def _no_weak_type(*avals, **params):
-  # A decomposition of a weakly typed array is an ordinary array (and its pivots
-  # are int32 whatever the input), so no output is weak.
-  return False
-
-
 def _check_matrix(name, aval, square=False):
   """ValueError unless `aval` is a (batch of) matrix, square if asked."""
   if aval.ndim < 2:
@@ -111,7 +105,7 @@ def _H(x):
 
 def symmetrize(x):
   """(x + x^H) / 2: the Hermitian (symmetric) part of a batch of square matrices."""
-  return ew.div(ew.add(x, _H(x)), np.array(2, _dtype(x)))
+  return ew.div(ew.add(x, _H(x)), 2.0)  # (a Python float: a weak x stays weak, as JAX's)
 
 
 def _hermitian_from_triangle(x, lower):
@@ -410,8 +404,7 @@ def _cholesky_lowering(ctx, x):
   return [em.value(out)]
 
 
-cholesky_p = standard_primitive(_cholesky_shape_rule, _cholesky_dtype_rule, "cholesky",
-                                weak_type_rule=_no_weak_type)
+cholesky_p = standard_primitive(_cholesky_shape_rule, _cholesky_dtype_rule, "cholesky")
 ad.primitive_jvps[cholesky_p] = _cholesky_jvp
 _unary_batcher(cholesky_p)
 mlir.register_lowering(cholesky_p, _cholesky_lowering)
@@ -569,8 +562,7 @@ def _triangular_solve_cpu_lowering(ctx, a, b, *, left_side, lower, transpose_a,
 
 
 triangular_solve_p = standard_primitive(_triangular_solve_shape_rule,
-                                        _triangular_solve_dtype_rule, "triangular_solve",
-                                        weak_type_rule=_no_weak_type)
+                                        _triangular_solve_dtype_rule, "triangular_solve")
 ad.defjvp2(triangular_solve_p, _triangular_solve_jvp_a, _triangular_solve_jvp_b)
 ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
 batching.primitive_batchers[triangular_solve_p] = _triangular_solve_batch
@@ -644,7 +636,7 @@ def _lu_pivots_to_permutation_lowering(ctx, pivots, *, permutation_size):
 
 lu_pivots_to_permutation_p = standard_primitive(
     _lu_pivots_to_permutation_shape_rule, _lu_pivots_to_permutation_dtype_rule,
-    "lu_pivots_to_permutation", weak_type_rule=_no_weak_type)
+    "lu_pivots_to_permutation")
 ad.defjvp_zero(lu_pivots_to_permutation_p)
 _unary_batcher(lu_pivots_to_permutation_p)
 mlir.register_lowering(lu_pivots_to_permutation_p, _lu_pivots_to_permutation_lowering)
@@ -731,7 +723,7 @@ def _lu_cpu_lowering(ctx, x):
   return [em.value(lu_), em.value(piv), em.value(perm)]
 
 
-lu_p = standard_primitive(_lu_shape_rule, _lu_dtype_rule, "lu", weak_type_rule=_no_weak_type,
+lu_p = standard_primitive(_lu_shape_rule, _lu_dtype_rule, "lu",
                           multiple_results=True)
 ad.primitive_jvps[lu_p] = _lu_jvp
 _unary_batcher(lu_p)
@@ -866,7 +858,7 @@ def _qr_cpu_lowering(ctx, x, *, full_matrices):
   return [q, em.value(r)]
 
 
-qr_p = standard_primitive(_qr_shape_rule, _qr_dtype_rule, "qr", weak_type_rule=_no_weak_type,
+qr_p = standard_primitive(_qr_shape_rule, _qr_dtype_rule, "qr",
                           multiple_results=True)
 ad.primitive_jvps[qr_p] = _qr_jvp
 _unary_batcher(qr_p)
@@ -944,8 +936,7 @@ def _eigh_cpu_lowering(ctx, x, *, lower):
   return [em.value(v), em.value(w)]
 
 
-eigh_p = standard_primitive(_eigh_shape_rule, _eigh_dtype_rule, "eigh",
-                            weak_type_rule=_no_weak_type, multiple_results=True)
+eigh_p = standard_primitive(_eigh_shape_rule, _eigh_dtype_rule, "eigh", multiple_results=True)
 ad.primitive_jvps[eigh_p] = _eigh_jvp
 _unary_batcher(eigh_p)
 mlir.register_lowering(eigh_p, _eigh_cpu_lowering, platform="cpu")
@@ -1070,8 +1061,7 @@ def _svd_cpu_lowering(ctx, x, *, full_matrices, compute_uv):
   return [em.value(o) for o in outs]
 
 
-svd_p = standard_primitive(_svd_shape_rule, _svd_dtype_rule, "svd",
-                           weak_type_rule=_no_weak_type, multiple_results=True)
+svd_p = standard_primitive(_svd_shape_rule, _svd_dtype_rule, "svd", multiple_results=True)
 ad.primitive_jvps[svd_p] = _svd_jvp
 _unary_batcher(svd_p)
 mlir.register_lowering(svd_p, _svd_cpu_lowering, platform="cpu")
@@ -1229,8 +1219,7 @@ def _eig_cpu_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenv
   return [em.value(o) for o in outs]
 
 
-eig_p = standard_primitive(_eig_shape_rule, _eig_dtype_rule, "eig",
-                           weak_type_rule=_no_weak_type, multiple_results=True)
+eig_p = standard_primitive(_eig_shape_rule, _eig_dtype_rule, "eig", multiple_results=True)
 ad.primitive_jvps[eig_p] = _eig_jvp
 _unary_batcher(eig_p)
 mlir.register_lowering(eig_p, _eig_cpu_lowering, platform="cpu")
@@ -1302,8 +1291,7 @@ def _schur_jvp(primals, tangents, *, compute_schur_vectors):
       "which uses it) is not differentiable, as in JAX.")
 
 
-schur_p = standard_primitive(_schur_shape_rule, _schur_dtype_rule, "schur",
-                             weak_type_rule=_no_weak_type, multiple_results=True)
+schur_p = standard_primitive(_schur_shape_rule, _schur_dtype_rule, "schur", multiple_results=True)
 ad.primitive_jvps[schur_p] = _schur_jvp
 _unary_batcher(schur_p)
 mlir.register_lowering(schur_p, _schur_cpu_lowering, platform="cpu")

@@ -238,10 +238,24 @@ def det(a):
   """
   a, = _inexact("jnp.linalg.det", a)
   _check_matrix("jnp.linalg.det", a, square=True)
+  if util.shape(a)[-1] in (2, 3):
+    return _det_small(a)  # (half precision too: JAX's products, no LU needed)
   half = _half_precision_small(a, 3)
   if half is not None:
     return util.convert(_det(util.convert(a, np.float32)), half)
   return _det(a)
+
+
+@inline_jit   # compiled eagerly as JAX's jitted det: XLA's rounding of the products
+def _det_small(a):
+  """det of 2x2 and 3x3 matrices by the explicit products, in JAX's order (so its
+  rounding, weak types and derivatives, which are the adjugate's, are JAX's too)."""
+  e = lambda i, j: a[..., i, j]
+  if util.shape(a)[-1] == 2:
+    return e(0, 0) * e(1, 1) - e(0, 1) * e(1, 0)
+  return (e(0, 0) * e(1, 1) * e(2, 2) + e(0, 1) * e(1, 2) * e(2, 0) +
+          e(0, 2) * e(1, 0) * e(2, 1) - e(0, 2) * e(1, 1) * e(2, 0) -
+          e(0, 0) * e(1, 2) * e(2, 1) - e(0, 1) * e(1, 0) * e(2, 2))
 
 
 def _half_precision_small(a, max_n):

@@ -846,8 +846,9 @@ def angle(z, deg=False):
       # JAX 0.10.2: ints, bools and 0-d floats (NumPy's scalar rule) go to the default
       # float (float64 under x64), strongly: a weak input's cotangent comes back weak
       z = util.convert(z, dtypes.canonicalize_dtype(np.float64), False)
-    # strong zeros: JAX's angle of a weak real value is not weak
-    re, im = z, creation.zeros_like(z, dtype=_dtype(z))
+    # (zeros of z's weak type: JAX's angle of a weak real array is weak; a 0-d one was
+    # made strong above)
+    re, im = z, lax._full_like(z, 0)
   out = lax.atan2(im, re)
   return rad2deg(out) if deg else out
 

@@ -405,7 +405,7 @@ def test_cholesky_nonfinite_found_as_the_cause_downstream():
   assert not F._cholesky_nonfinite_is_the_cause(Still("value"), prog)
 
 
-def test_half_precision_rounding_found_by_rerunning_without_jit():
+def test_jit_dependent_rounding_found_by_rerunning_without_jit():
   # seed 307 #4 (x64 on): jacrev(jit(zeta(x, x))) in float16: JAX 0.6094 (0.625 without
   # jit), tracejax 0.629 (0.625). seed 312 #474/#1508: eager float16 programs where
   # JAX's own jitted nn.standardize / linalg.norm round as fused code.
@@ -425,20 +425,18 @@ def test_half_precision_rounding_found_by_rerunning_without_jit():
 
   j, _ = answers[False]
   r = Runner()
-  assert F._half_precision_rounding(r, prog, "value-close", j)
+  assert F._jit_dependent_rounding(r, prog, "value-close", j)
   assert r.seen[-1]["stack"][-1] == {"t": "disable_jit"}
   assert "jax.disable_jit()(f2)" in F.G.render(r.seen[-1])
-  assert F._found_by_rerun(Runner(), prog, "value", j) == "half-precision-rounding"
+  assert F._found_by_rerun(Runner(), prog, "value", j) == "jit-dependent-rounding"
   answers[True] = (h(0.625), h(0.5))       # tracejax disagrees without jit too
-  assert not F._half_precision_rounding(Runner(), prog, "value-close", j)
+  assert not F._jit_dependent_rounding(Runner(), prog, "value-close", j)
   answers[True] = (h(0.6094), h(0.625))    # JAX's answer does not depend on jit
-  assert not F._half_precision_rounding(Runner(), prog, "value-close", j)
+  assert not F._jit_dependent_rounding(Runner(), prog, "value-close", j)
   answers[True] = (h(0.625), h(0.625))
-  f32 = _ok(_leaf(np.float32(0.6094)))
-  p32 = dict(prog, inputs=[dict(prog["inputs"][0], dtype="float32")])
-  assert not F._half_precision_rounding(Runner(), p32, "value-close", f32)   # no half
-  assert F._half_precision_rounding(Runner(), prog, "value", f32)   # half inputs (#734)
-  assert not F._half_precision_rounding(Runner(), prog, "weak_type", j)
+  f32 = _ok(_leaf(np.float32(0.6094)))   # any precision (seed 313 #374: float32)
+  assert F._jit_dependent_rounding(Runner(), prog, "value", f32)
+  assert not F._jit_dependent_rounding(Runner(), prog, "weak_type", j)
 
 
 def test_worker_replies_survive_c_level_stdout_noise():
@@ -487,3 +485,25 @@ def test_more_run5_deliberate_entries():
   assert F.deliberate("lax.cumlogsumexp(v0)", _ok(_leaf(np.zeros(2, np.int32))), t) is None
   with pytest.raises(TypeError, match="cumlogsumexp does not accept dtype int32"):
     lax.cumlogsumexp(np.zeros((0, 2), np.int32), axis=0)
+
+
+def test_run5_late_entries():
+  # seed 313 #3720: ihfft of a 0-d complex array: JAX IndexError, tracejax TypeError.
+  j = _err("IndexError", "tuple index out of range")
+  t = _err("TypeError", "jax.numpy.fft.ihfft needs a real input array, got dtype complex64")
+  assert F.deliberate("jnp.fft.ihfft(x0, axis=0)", j, t) == "hfft-scalar-error-type"
+  assert F.deliberate("jnp.fft.fft(x0, axis=0)", j, t) is None
+  # seed 313 #2388: vjp at a uint32 array of clamp(0.0, x / 0, 1.0): JAX divides the
+  # untraced input with NumPy (float64); with the function jitted both agree.
+  prog = {"inputs": [{"dtype": "uint32", "shape": [3, 3], "kind": "normal"}],
+          "ops": [{"t": "({0} / 0)", "a": ["x0"]},
+                  {"t": "lax.clamp(0.0, {0}, 1.0)", "a": ["v0"]}],
+          "out": "v1", "stack": [{"t": "vjp", "arg": 0}], "seed": 1}
+
+  class Runner:
+    def classify(self, p):
+      return (None if p["stack"][0] == {"t": "jit"} else "value"), {}, {}
+
+  assert F._vjp_untraced_is_the_cause(Runner(), prog)
+  assert not F._vjp_untraced_is_the_cause(
+      Runner(), dict(prog, inputs=[dict(prog["inputs"][0], dtype="float32")]))

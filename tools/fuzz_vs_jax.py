@@ -351,22 +351,41 @@ def _int_fill_is_the_cause(runner, prog):
     return False
 
 
-def _half_precision_rounding(runner, prog, cat, j):
-  """Whether a half-precision value difference is JAX's answer changing with `jit`: run
-  with every jit disabled (`jax.disable_jit()` around the program, which also runs JAX's
-  own jitted jnp/nn functions op by op), JAX gives another answer and tracejax agrees
-  with it. (XLA fuses float16/bfloat16 arithmetic under jit and keeps intermediates in
-  float32, so rounding, even overflow, there follows the fusion.)"""
-  half = ("float16", "bfloat16")
-  if not cat.startswith("value") or not j.get("ok") or not (
-      any(a["dtype"] in half for a in j["leaves"]) or
-      any(x.get("dtype") in half for x in prog["inputs"])):
+def _jit_dependent_rounding(runner, prog, cat, j):
+  """Whether a value difference is JAX's answer changing with `jit`: run with every jit
+  disabled (`jax.disable_jit()` around the program, which also runs JAX's own jitted
+  jnp/nn functions op by op), JAX gives another answer and tracejax agrees with it.
+  (XLA fuses jitted arithmetic, keeping float16/bfloat16 intermediates in float32, so
+  rounding there, even overflow, and cancellation in any precision follow the fusion.)"""
+  if not cat.startswith("value") or not j.get("ok"):
     return False
   try:
     j2, t2 = runner.run_both(dict(prog, stack=prog["stack"] + [{"t": "disable_jit"}]))
   except Exception:
     return False
   return compare(j, j2) is not None and compare(j2, t2) is None
+
+
+def _vjp_untraced_is_the_cause(runner, prog):
+  """Whether a disagreement of a program that takes `vjp` at a bool/int input goes away
+  when the function under that vjp is jitted: JAX hands such inputs to the function
+  untraced (computing on them with NumPy: `uint32_array / 0` is float64), and a jit
+  traces them as tracejax always does."""
+  stack, changed = [], False
+  for s in prog["stack"]:
+    if s.get("t") == "vjp":
+      x = prog["inputs"][s.get("arg", 0)] if s.get("arg", 0) < len(prog["inputs"]) else {}
+      dt = x.get("dtype", "float32")
+      if (type(x.get("py")) in (bool, int)) if dt == "py" else G.dclass(dt) in "biu":
+        stack.append({"t": "jit"})
+        changed = True
+    stack.append(s)
+  if not changed:
+    return False
+  try:
+    return runner.classify(dict(prog, stack=stack))[0] is None
+  except Exception:
+    return False
 
 
 def _vjp_of_python_int(prog, cat):
@@ -402,12 +421,12 @@ def _cholesky_nonfinite_is_the_cause(runner, prog):
 def _found_by_rerun(runner, prog, cat, j):
   """The documented difference a disagreement is, found from the program itself or by
   rerunning variants of it (None when no test says so)."""
-  if _vjp_of_python_int(prog, cat):
+  if _vjp_of_python_int(prog, cat) or _vjp_untraced_is_the_cause(runner, prog):
     return "jax-host-arrays-untraced"
   if _int_fill_is_the_cause(runner, prog):
     return "float-to-int-out-of-range"
-  if _half_precision_rounding(runner, prog, cat, j):
-    return "half-precision-rounding"
+  if _jit_dependent_rounding(runner, prog, cat, j):
+    return "jit-dependent-rounding"
   if _cholesky_nonfinite_is_the_cause(runner, prog):
     return "cholesky-nan-input"
   return None
@@ -427,9 +446,14 @@ DELIBERATE = [
         or _texc(t, "TypeError", "requires real-valued outputs")
         or _texc(t, "TypeError", "does not accept dtype")
         or _texc(t, "AttributeError", "'numpy.ndarray' object has no attribute 'at'"))),
-    ("rfft-complex-error-type", lambda src, j, t: _jexc(
-        j, "ValueError", "only real valued inputs supported") and _texc(
+    ("rfft-complex-error-type", lambda src, j, t: (_jexc(
+        j, "ValueError", "only real valued inputs supported") or _jexc(
+        j, "ValueError", "is out of bounds for array of dimension 0")) and _texc(
         t, "TypeError", "needs a real input array")),
+    ("hfft-scalar-error-type", lambda src, j, t: "hfft" in src and _jexc(
+        j, "IndexError", "tuple index out of range") and (_texc(
+        t, "ValueError", "is out of bounds for an array of dimension 0") or _texc(
+        t, "TypeError", "needs a real input array"))),
     ("lapack-half-precision", lambda src, j, t: _jexc(
         j, "NotImplementedError", "Unsupported dtype") and _texc(
         t, "TypeError", "requires a float32, float64, complex64 or complex128 operand")),

@@ -507,3 +507,14 @@ def test_run5_late_entries():
   assert F._vjp_untraced_is_the_cause(Runner(), prog)
   assert not F._vjp_untraced_is_the_cause(
       Runner(), dict(prog, inputs=[dict(prog["inputs"][0], dtype="float32")]))
+
+
+def test_svd_derivative_noise():
+  # seed 309 #812 (x64 on): grad of vjp of lstsq(x, x), exactly 0: JAX ~1e-5, ours ~1e-10.
+  j = _ok(_leaf(np.array([-2.002344e-06, 7.705297e-06, 2.144836e-05], np.float32)))
+  t = _ok(_leaf(np.array([-4.656613e-10, -4.656613e-10, -2.793968e-09], np.float32)))
+  assert F.deliberate("jnp.linalg.lstsq(x0, x0)[0]; jax.vjp", j, t) == "svd-derivative-noise"
+  assert F.deliberate("jnp.linalg.inv(x0); jax.vjp", j, t) is None
+  assert F.deliberate("jnp.linalg.lstsq(x0, x0)[0]", t, j) is None    # ours the noisier
+  far = _ok(_leaf(np.array([0.5, 0., 0.], np.float32)))
+  assert F.deliberate("jnp.linalg.lstsq(x0, x0)[0]", far, t) is None  # beyond 1e-4

@@ -273,3 +273,19 @@ def test_linalg_and_angle_keep_weak_types_as_jax():
   assert weak(jnp.angle(jnp.asarray(0.5))) == [False]
   assert weak(jnp.angle(jnp.tile(2, 2))) == [False]
   assert jax.grad(lambda x: jnp.angle(jnp.tile(x, 2)).sum())(0.5).weak_type
+
+
+def test_weak_carry_promoted_only_for_another_dtype():
+  # JAX 0.10.2 promotes a weak carry only when the body's output has another dtype or
+  # shape (it compares types ignoring weak types); the result then has the body's output
+  # types: (weak + weak, strong) stays (weak, strong).
+  S = lambda v: jnp.asarray(v, jnp.int32) * 1
+  pair = (jnp.asarray(2) * 1, jnp.asarray(3) * 1)
+  weak = lambda r: [bool(x.weak_type) for x in r]
+  assert weak(lax.while_loop(lambda c: False, lambda c: (c[0] + c[1], S(c[1])), pair)) == \
+      [True, False]
+  assert weak(lax.scan(lambda c, x: ((c[0] + c[1], S(c[1])), None), pair, None,
+                       length=1)[0]) == [True, False]
+  assert not lax.while_loop(lambda c: False, lambda c: S(c), jnp.asarray(2) * 1).weak_type
+  out = lax.fori_loop(0, 2, lambda i, c: c + jnp.float16(1), 0.)
+  assert out.dtype == np.float16 and not out.weak_type

@@ -69,19 +69,17 @@ def while_loop(cond_fun, body_fun, init_val):
 
 def _promote_weak_carry(leaves, in_avals, out_avals):
   """JAX's rule for a weakly typed carry (a Python scalar) whose body output has another
-  type: the initial value is converted to the promoted dtype of the two (then the body
-  is traced again), so `fori_loop(0, n, lambda i, c: c + jnp.float16(1), 0.)` carries
-  float16, and a weak carry whose body output is strong of the same dtype becomes strong
-  (the gcd loop of weak arrays). Strongly typed carries are never changed: a mismatch
-  there is an error."""
+  dtype or shape: the initial value is converted (strongly) to the promoted dtype of the
+  two, and the body is traced again, so `fori_loop(0, n, lambda i, c: c + jnp.float16(1),
+  0.)` carries float16. Weak types alone do not count (JAX compares the types ignoring
+  them): the loop's result then takes the body's output types. Strongly typed carries
+  are never changed: a mismatch there is an error."""
   from tracejax._src.lax import elementwise
   out, promoted = list(leaves), False
   for i, (x, a, o) in enumerate(zip(leaves, in_avals, out_avals)):
-    if a.weak_type and (a.shape, a.dtype, o.weak_type) != (o.shape, o.dtype, True):
-      new_dtype = dtypes.result_type(a, o)
-      if new_dtype != a.dtype or not o.weak_type:
-        out[i] = elementwise.convert_element_type(x, new_dtype)
-        promoted = True
+    if a.weak_type and (a.shape, a.dtype) != (o.shape, o.dtype):
+      out[i] = elementwise.convert_element_type(x, dtypes.result_type(a, o))
+      promoted = True
   return out, promoted
 
 

@@ -518,3 +518,16 @@ def test_svd_derivative_noise():
   assert F.deliberate("jnp.linalg.lstsq(x0, x0)[0]", t, j) is None    # ours the noisier
   far = _ok(_leaf(np.array([0.5, 0., 0.], np.float32)))
   assert F.deliberate("jnp.linalg.lstsq(x0, x0)[0]", far, t) is None  # beyond 1e-4
+
+
+def test_empty_gather_crash_before_a_later_error():
+  # seed 315 #915: ldexp(median(empty), float): JAX's gather crash comes first.
+  j = _err("TypeError", "Slice size at index 0 in gather op is out of range, must be "
+           "within [0, 0 + 1), got 1.")
+  t = _err("ValueError", "ldexp not supported for input types (dtype('float32'), "
+           "dtype('float32'))")
+  assert F.deliberate("jnp.ldexp(jnp.median(x0, axis=0), x1)", j, t) == \
+      "jax-empty-gather-crash"
+  assert np.isnan(float(jnp.median(jnp.zeros((0,)), axis=0)))
+  with pytest.raises(ValueError, match="ldexp not supported"):
+    jnp.ldexp(jnp.median(jnp.zeros((0,)), axis=0), jnp.float32(1.5))

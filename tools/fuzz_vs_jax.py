@@ -255,26 +255,39 @@ def _texc(t, exc, *frags):
   return not t["ok"] and t["exc"] == exc and all(f in t["msg"] for f in frags)
 
 
-def _more_nans(j, t):
-  """Both results have the same leaves, and tracejax's differ from JAX's only by NaNs
-  where JAX has numbers (JAX's NaNs are NaNs here too)."""
+def _float_leaf_pairs(j, t, weak_too=False):
+  """The (JAX, tracejax) float/complex leaf values of two successful results, as complex128
+  arrays with their dtype name, when the leaves match in number, dtype and shape (and weak
+  type, if asked) and all other leaves are equal; None otherwise."""
   if not (j["ok"] and t["ok"]) or len(j["leaves"]) != len(t["leaves"]):
-    return False
+    return None
+  pairs = []
   for a, b in zip(j["leaves"], t["leaves"]):
-    if a["dtype"] != b["dtype"] or a["shape"] != b["shape"]:
-      return False
+    if a.get("dtype") != b.get("dtype") or a.get("shape") != b.get("shape") or (
+        weak_too and a.get("weak") != b.get("weak")):
+      return None
     if a["dtype"] == "float0":
       continue
     x, y = C.decode_input(a), C.decode_input(b)
     if G.dclass(a["dtype"]) not in "fc":
       if not np.array_equal(x, y):
-        return False
+        return None
       continue
-    x, y = x.astype(np.complex128), y.astype(np.complex128)
+    pairs.append((np.asarray(x, np.complex128), np.asarray(y, np.complex128), a["dtype"]))
+  return pairs
+
+
+def _more_nans(j, t):
+  """Both results have the same leaves, and tracejax's differ from JAX's only by NaNs
+  where JAX has numbers (JAX's NaNs are NaNs here too)."""
+  pairs = _float_leaf_pairs(j, t)
+  if pairs is None:
+    return False
+  for x, y, dt in pairs:
     if (np.isnan(x) & ~np.isnan(y)).any():
       return False
     m = ~np.isnan(y)
-    if _float_diff(x[m], y[m], a["dtype"]) is not None:
+    if _float_diff(x[m], y[m], dt) is not None:
       return False
   return True
 
@@ -306,21 +319,11 @@ def _host_holds(a, b, src=""):
 def _nearer_zero(j, t, atol=1e-4):
   """Same float leaves up to `atol`, where every element that differs is nearer zero in
   tracejax's (derivatives whose exact value is 0, where JAX's carry rounding noise)."""
-  if not (j["ok"] and t["ok"]) or len(j["leaves"]) != len(t["leaves"]):
+  pairs = _float_leaf_pairs(j, t, weak_too=True)
+  if pairs is None:
     return False
   differ = False
-  for a, b in zip(j["leaves"], t["leaves"]):
-    if a.get("dtype") != b.get("dtype") or a.get("shape") != b.get("shape") or \
-        a.get("weak") != b.get("weak"):
-      return False
-    if a["dtype"] == "float0":
-      continue
-    x, y = C.decode_input(a), C.decode_input(b)
-    if G.dclass(a["dtype"]) not in "fc":
-      if not np.array_equal(x, y):
-        return False
-      continue
-    x, y = np.asarray(x, np.complex128), np.asarray(y, np.complex128)
+  for x, y, _ in pairs:
     if not np.all(np.isfinite(x) == np.isfinite(y)):
       return False
     d = x != y

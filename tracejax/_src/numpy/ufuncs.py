@@ -841,7 +841,6 @@ def angle(z, deg=False):
   if iscomplexobj(z):
     re, im = lax.real(z), lax.imag(z)
   else:
-    from tracejax._src.numpy import creation
     if not dtypes.is_inexact(_dtype(z)) or util.ndim(z) == 0:
       # JAX 0.10.2: ints, bools and 0-d floats (NumPy's scalar rule) go to the default
       # float (float64 under x64), strongly: a weak input's cotangent comes back weak

@@ -559,7 +559,7 @@ def test_eig_vmap():
     (L.cholesky, np.ones((3, 4), np.float32), ValueError, "square"),
     (L.cholesky, np.ones((3,), np.float32), ValueError, "at least 2"),
     (lambda x: L.cholesky(x, symmetrize_input=False), np.ones((2, 2), np.int32), TypeError,
-     "floating-point"),
+     "requires a float32, float64"),
     (L.lu, np.ones((3, 3), np.int32), TypeError, "float32, float64"),
     (L.qr, np.ones((3,), np.float32), ValueError, "at least 2"),
     (L.eigh, np.ones((2, 3), np.float32), ValueError, "square"),

@@ -65,7 +65,10 @@ def _check_matrix(name, aval, square=False):
                      f"{aval.shape}.")
 
 
-def _check_lapack_dtype(name, aval):
+def _check_lapack_dtype(name, aval, empty_ok=False):
+  # `empty_ok`: JAX's SVD and QR answer an empty half-precision matrix without LAPACK.
+  if empty_ok and 0 in aval.shape and dtypes.issubdtype(aval.dtype, np.inexact):
+    return
   if aval.dtype not in _lapack_dtypes:
     raise TypeError(f"{name} requires a float32, float64, complex64 or complex128 "
                     f"operand, got {aval.dtype.name}. (jax.numpy.linalg converts "
@@ -371,7 +374,8 @@ def _cholesky_shape_rule(x):
 
 
 def _cholesky_dtype_rule(x):
-  _check_inexact_dtype("cholesky", x)
+  # Like LAPACK's potrf (what JAX calls on CPU), no half precision, even empty.
+  _check_lapack_dtype("cholesky", x)
   return x.dtype
 
 
@@ -783,7 +787,7 @@ def _qr_shape_rule(x, *, full_matrices):
 
 
 def _qr_dtype_rule(x, *, full_matrices):
-  _check_lapack_dtype("qr", x)
+  _check_lapack_dtype("qr", x, empty_ok=True)
   return [x.dtype, x.dtype]
 
 
@@ -979,7 +983,7 @@ def _svd_shape_rule(x, *, full_matrices, compute_uv):
 
 
 def _svd_dtype_rule(x, *, full_matrices, compute_uv):
-  _check_lapack_dtype("svd", x)
+  _check_lapack_dtype("svd", x, empty_ok=True)
   real = dtypes.to_real_dtype(x.dtype)
   return [real, x.dtype, x.dtype] if compute_uv else [real]
 

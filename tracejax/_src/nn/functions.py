@@ -251,6 +251,8 @@ def log_softmax(x, axis=-1, where=None, initial=None):
   """
   del initial  # kept for signature compatibility; the -inf identity is always right here
   x = jnp.asarray(x)
+  if where is None:
+    _reject_bool(x, axis)
   if not jnp.issubdtype(x.dtype, jnp.inexact):
     # ints/bools: the default float, as in JAX (and -inf is no int `initial` for max)
     x = x.astype(dtypes.canonicalize_dtype(np.float64))
@@ -275,6 +277,8 @@ def softmax(x, axis=-1, where=None, initial=None):
   """
   del initial
   x = jnp.asarray(x)
+  if where is None:
+    _reject_bool(x, axis)
   if not jnp.issubdtype(x.dtype, jnp.inexact):
     # ints/bools: the default float (an int array has no -inf for the max's `initial`)
     x = x.astype(dtypes.canonicalize_dtype(np.float64))
@@ -291,6 +295,14 @@ def softmax(x, axis=-1, where=None, initial=None):
   unnormalized = jnp.exp(x_safe - stop_gradient(x_max))
   result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
   return jnp.where(where, result, 0)
+
+
+def _reject_bool(x, axis):
+  """JAX subtracts the max from a bool input with lax.sub, which refuses bools; with
+  `where`, its masking promotes them first, so only the unmasked forms raise."""
+  if x.dtype == np.bool_:
+    jnp.max(x, axis, initial=False)  # a bad axis is reported first, as in JAX
+    lax.sub(x, x)  # raises JAX's TypeError ("sub does not accept dtype bool ...")
 
 
 def _axis_key(axis):

@@ -728,7 +728,12 @@ def cond(x, p=None):
   """The condition number of `x` in the norm `p` (None or 2: ratio of extreme singular
   values); inf for a singular matrix."""
   x, = _inexact("jnp.linalg.cond", x)
-  _check_matrix("jnp.linalg.cond", x)
+  if x.ndim < 2:
+    raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
+                     f"arr.shape={x.shape}")
+  if x.size == 0:
+    raise ValueError(f"jnp.linalg.cond: input array must not be empty; got "
+                     f"arr.shape={x.shape}")
   if p is None or p == 2:
     s = svd(x, compute_uv=False)
     return ufuncs.divide(s[..., 0], s[..., -1])

@@ -103,7 +103,8 @@ def _pad_or_cut(x, size, fill):
   if size <= n:
     return x[:size]
   pad = util.broadcast_to(fill, (size - n,) + util.shape(x)[1:])
-  return shape_ops.concatenate([x, util.convert(pad, util.dtype_of(x), False)], axis=0)
+  pad = util.convert(pad, util.dtype_of(x), util.is_weak(x) and util.is_weak(pad))
+  return shape_ops.concatenate([x, pad], axis=0)
 
 
 @inline_jit(static_argnames=("axis", "equal_nan", "size"))
@@ -115,6 +116,12 @@ def _unique(ar, fill_value, axis, equal_nan, size):
     moved = shape_ops.moveaxis(ar, axis, 0)
     rest = util.shape(moved)[1:]
     rows = util.reshape(moved, (util.shape(moved)[0], int(np.prod(rest, dtype=np.int64))))
+  if dtypes.issubdtype(util.dtype_of(rows), np.complexfloating):
+    # As JAX: complex NaNs (NaN in either part) become nan+0j before sorting. The strong
+    # constant makes the values strong, and their cotangent weak again (the transposed
+    # conversion), for a weak input.
+    nan = np.array(np.nan, util.dtype_of(rows))
+    rows = ufuncs.where(ufuncs.isnan(rows), nan, rows)
   n = util.shape(rows)[0]
   inv_shape = util.shape(ar) if axis is None else (n,)
   if n == 0:
@@ -153,9 +160,10 @@ def _unique(ar, fill_value, axis, equal_nan, size):
   nxt = shape_ops.concatenate([fp[1:], structural.full((1,), np.array(n, idt))], axis=0)
   counts = ufuncs.subtract(nxt, fp)
   _, inverse = lax_sort.sort((perm, group), dimension=0, num_keys=1)
-  fill = vals[0] if fill_value is None else fill_value
+  # The default fill repeats the first value (JAX gathers it), keeping a weak type.
+  fill = vals[0] if fill_value is None else util.convert(fill_value, util.dtype_of(vals))
   valid_v = util.reshape(valid, (n,) + (1,) * (util.ndim(vals) - 1))
-  vals = ufuncs.where(valid_v, vals, util.convert(fill, util.dtype_of(vals), False))
+  vals = ufuncs.where(valid_v, vals, fill)
   index = ufuncs.where(valid, index, index[0])
   vals = _pad_or_cut(vals, size, fill)
   index = _pad_or_cut(index, size, index[0])

@@ -184,11 +184,20 @@ def _power_impl(x1, x2, /):
   util.check_arraylike_or_list("power", x1, x2)
   if type(x2) is int or isinstance(x2, np.integer):
     return _power_by_int_impl(x1, int(x2))
+  # JAX raises an inexact base to an integer exponent without promoting the exponent,
+  # so the result is weak only when both are (lax.pow's rule); a bool exponent is
+  # promoted like any other operand.
+  dt2 = _dtype(x2)
+  strong_int_exponent = (dtypes.is_integer(dt2) and dt2 != np.bool_
+                         and not util.is_weak(x2))
   x1, x2 = util.promote_args_numeric("power", x1, x2)
   dt = _dtype(x1)
   if dtypes.is_integer(dt):
     return _pow_int_int(x1, x2)
-  return lax.pow(x1, x2)
+  out = lax.pow(x1, x2)
+  if strong_int_exponent and util.is_weak(out):
+    out = util.convert(out, dt, False)
+  return out
 
 
 def _power_by_int_impl(x1, x2):

@@ -520,9 +520,9 @@ def _norm_axes(axis, ndim, name="axis"):
   for ax in axes:
     if not isinstance(ax, (int, np.integer)):
       raise TypeError(f"{name} must be None, an int or a tuple of ints, got {axis!r}")
-    if not -ndim <= ax < max(ndim, 1):
-      raise ValueError(f"{name} {ax} is out of bounds for an array of rank {ndim}")
-    out.append(int(ax) % max(ndim, 1))
+    if not -ndim <= ax < ndim:
+      raise ValueError(f"{name} {ax} is out of bounds for array of dimension {ndim}")
+    out.append(int(ax) % ndim)
   return tuple(sorted(set(out)))
 
 
@@ -589,6 +589,19 @@ def _stop(x):
   return stop_gradient(x)
 
 
+def _softmax_operand(x, axis):
+  """`x` promoted to inexact and `axis` normalised, with JAX's errors: a bad axis,
+  then bools (JAX subtracts their max with lax.sub, which refuses bools)."""
+  import tracejax.lax
+  from tracejax._src.numpy import util as np_util
+  x = np_util.to_array(x)
+  axes = _norm_axes(axis, x.ndim)
+  if x.dtype == np.bool_:
+    tracejax.lax.sub(x, x)  # raises JAX's TypeError
+  x, = _promote_inexact(x)
+  return x, axes
+
+
 def softmax(x, axis=None):
   """exp(x) / sum(exp(x)) over `axis` (None: all axes, as in SciPy).
 
@@ -596,8 +609,7 @@ def softmax(x, axis=None):
   DeviceArray([0.5, 0.5], dtype=float32)
   """
   import tracejax.numpy as jnp
-  x, = _promote_inexact(x)
-  axes = _norm_axes(axis, x.ndim)
+  x, axes = _softmax_operand(x, axis)
   unnorm = jnp.exp(x - _stop(jnp.max(x, axis=axes, keepdims=True)))
   return unnorm / jnp.sum(unnorm, axis=axes, keepdims=True)
 
@@ -609,8 +621,7 @@ def log_softmax(x, axis=None):
   DeviceArray([-0.6931472, -0.6931472], dtype=float32)
   """
   import tracejax.numpy as jnp
-  x, = _promote_inexact(x)
-  axes = _norm_axes(axis, x.ndim)
+  x, axes = _softmax_operand(x, axis)
   shifted = x - _stop(jnp.max(x, axis=axes, keepdims=True))
   return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True))
 

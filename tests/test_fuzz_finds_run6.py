@@ -1,0 +1,174 @@
+"""Regression tests for the differential fuzzer's finds of run 6 (issue 13).
+
+Every expected value, type or message was recorded from JAX 0.10.2 (x64 off), not
+computed from it at test time. The file runs unchanged under real JAX when its imports
+are swapped, apart from the half-precision cholesky, which JAX refuses with another
+exception (NotImplementedError).
+"""
+import numpy as np
+import pytest
+
+import tracejax as jax
+import tracejax.numpy as jnp
+import tracejax.scipy.linalg as jsl
+import tracejax.scipy.special as jsp
+
+_SUB_BOOL = "sub does not accept dtype bool at position 0"
+
+
+# ---- softmax of bools (seed 315, #1110) ----
+
+@pytest.mark.parametrize("fn", [jax.nn.softmax, jax.nn.log_softmax, jsp.softmax,
+                                jsp.log_softmax])
+def test_softmax_of_bools_raises_as_jax(fn):
+  # JAX subtracts the max with lax.sub, which refuses bools (also jitted, also empty).
+  b = np.array([True, False])
+  with pytest.raises(TypeError, match=_SUB_BOOL):
+    fn(b)
+  with pytest.raises(TypeError, match=_SUB_BOOL):
+    jax.jit(fn)(b)
+  with pytest.raises(TypeError, match=_SUB_BOOL):
+    fn(np.zeros((0,), bool))
+
+
+def test_softmax_of_bools_reports_a_bad_axis_first():
+  with pytest.raises(ValueError, match="axis -1 is out of bounds for array of dimension 0"):
+    jax.nn.softmax(True)
+  with pytest.raises(ValueError, match="axis 3 is out of bounds for array of dimension 1"):
+    jax.nn.softmax(np.array([True, False]), axis=3)
+  with pytest.raises(ValueError, match="axis 3 is out of bounds for array of dimension 1"):
+    jsp.softmax(np.array([True, False]), axis=3)
+  with pytest.raises(ValueError, match="axis -1 is out of bounds for array of dimension 0"):
+    jsp.logsumexp(1.0, axis=-1)
+
+
+def test_softmax_of_bools_with_where_and_of_ints_still_work():
+  b = np.array([True, False])
+  np.testing.assert_allclose(jax.nn.softmax(b, where=b), [1.0, 0.0])
+  out = jax.nn.log_softmax(b, where=b)
+  np.testing.assert_allclose(out, [0.0, -np.inf])
+  out = jax.nn.log_softmax(np.array([1, 2]))
+  assert out.dtype == np.float32
+  np.testing.assert_allclose(out, [-1.3132616, -0.31326163], rtol=1e-6)
+  np.testing.assert_allclose(jax.nn.softmax(np.int8([1, 2])), [0.26894143, 0.7310586],
+                             rtol=1e-6)
+
+
+# ---- power with an integer exponent array (seed 315, #2668) ----
+
+def test_power_of_a_weak_base_by_a_strong_integer_exponent_is_strong():
+  # JAX passes an integer exponent to lax.pow unpromoted: weak only if both are weak.
+  wf = jnp.asarray(2.0)
+  i32 = np.array([1, 2], np.int32)
+  for out in (jnp.power(wf, i32), wf ** i32, jnp.power(wf, np.array([1, 2], np.int8)),
+              jnp.power(wf, np.array([1, 2], np.uint8)), jax.jit(jnp.power)(wf, i32),
+              jax.vmap(lambda e: jnp.power(wf, e))(i32)):
+    assert out.dtype == np.float32 and not out.weak_type
+    np.testing.assert_allclose(out, [2.0, 4.0])
+  out = jnp.power(jnp.asarray(1 + 1j), i32)
+  assert out.dtype == np.complex64 and not out.weak_type
+  # Weak exponents, bool exponents and integer bases keep their earlier types.
+  assert jax.jit(jnp.power)(wf, jnp.asarray(2)).weak_type
+  assert jnp.power(wf, np.array([True, False])).weak_type
+  assert jnp.power(i32, wf).weak_type
+  h = jnp.power(np.array([2.0, 3.0], np.float16), i32)
+  assert h.dtype == np.float16 and not h.weak_type
+  # The fuzzer's program: a bool to the power 3.0 (weak float), then to an int32 array.
+  x0 = np.array([[1, 5, -2], [-4, 3, -3]], np.int32)
+  v1 = jnp.logical_or(x0, x0) ** 3.0
+  assert v1.weak_type
+  v2 = jnp.power(v1, x0)
+  assert v2.dtype == np.float32 and not v2.weak_type
+  np.testing.assert_allclose(v2, np.ones((2, 3)))
+
+
+# ---- empty half-precision SVD/QR; cholesky; cond (seed 315, #2074) ----
+
+@pytest.mark.parametrize("dt", [np.float16, jnp.bfloat16])
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0), (0, 3), (3, 0, 0)])
+def test_svd_and_qr_of_an_empty_half_precision_matrix(dt, shape):
+  # JAX answers an empty SVD/QR without LAPACK, in any floating dtype.
+  x = np.zeros(shape, dt)
+  n2 = jnp.linalg.norm(x, 2, axis=(-2, -1))
+  assert n2.dtype == np.dtype(dt) and n2.shape == shape[:-2]
+  np.testing.assert_array_equal(np.asarray(n2, np.float32), 0)
+  nn = jnp.linalg.norm(x, "nuc", axis=(-2, -1))
+  np.testing.assert_array_equal(np.asarray(nn, np.float32), 0)
+  s = jnp.linalg.svd(x, compute_uv=False)
+  assert s.dtype == np.dtype(dt) and s.shape == shape[:-2] + (0,)
+  u, s, vh = jnp.linalg.svd(x)
+  m, n = shape[-2:]
+  assert u.shape == shape[:-2] + (m, m) and vh.shape == shape[:-2] + (n, n)
+  np.testing.assert_array_equal(np.asarray(u, np.float32),
+                                np.broadcast_to(np.eye(m), u.shape))
+  np.testing.assert_array_equal(np.asarray(vh, np.float32),
+                                np.broadcast_to(np.eye(n), vh.shape))
+  q, r = jnp.linalg.qr(x)  # mode="reduced"
+  k = min(m, n)
+  assert q.dtype == np.dtype(dt) and q.shape == shape[:-2] + (m, k)
+  assert r.shape == shape[:-2] + (k, n)
+  # The fuzzer's program: the 2-norm of a (2, 0) float16 matrix is 0.
+  if shape == (2, 0) and dt is np.float16:
+    out = jnp.linalg.norm(x, 2)
+    assert out.dtype == np.float16 and float(out) == 0.0
+
+
+def test_half_precision_cholesky_is_refused_as_the_other_lapack_calls():
+  # JAX's CPU cholesky is LAPACK's potrf: no float16/bfloat16, even for an empty matrix
+  # (JAX: NotImplementedError "Unsupported dtype float16" in the lowering; tracejax: a
+  # TypeError naming the operation, the documented `lapack-half-precision` difference).
+  for x in (np.eye(2, dtype=np.float16), np.zeros((0, 0), np.float16),
+            np.eye(2, dtype=jnp.bfloat16)):
+    with pytest.raises(TypeError, match="cholesky requires a float32, float64"):
+      jnp.linalg.cholesky(x)
+    with pytest.raises(TypeError, match="cholesky requires a float32, float64"):
+      jsl.cholesky(x)
+  np.testing.assert_allclose(jnp.linalg.cholesky(np.eye(2, dtype=np.float32)), np.eye(2))
+
+
+def test_cond_rejects_empty_and_one_dimensional_inputs_as_jax():
+  for shape in ((0, 0), (2, 0), (3, 0, 0)):
+    with pytest.raises(ValueError, match=r"jnp.linalg.cond: input array must not be "
+                       r"empty; got arr.shape=\(" + ", ".join(map(str, shape))):
+      jnp.linalg.cond(np.zeros(shape, np.float32))
+  with pytest.raises(ValueError, match="must not be empty"):
+    jnp.linalg.cond(np.zeros((0, 0), np.float32), 1)
+  with pytest.raises(ValueError, match=r"input array must be at least 2D; got "
+                     r"arr.shape=\(3,\)"):
+    jnp.linalg.cond(np.ones(3, np.float32))
+
+
+# ---- unique of complex inputs and weak inputs (seed 315, #1434) ----
+
+def test_unique_of_a_weak_complex_scalar_has_a_weak_cotangent():
+  # JAX replaces complex NaNs with a strong nan+0j first (a `where`), whose transposed
+  # conversion makes the cotangent weak again; real inputs take no such step.
+  x = 1 - 0.5j
+  for kw, val in (({"size": 3, "fill_value": 0}, 1), ({"size": 3}, 3), ({"size": 1}, 1)):
+    g = jax.grad(lambda d: jnp.sum(jnp.real(jnp.unique(d, **kw))))(x)
+    assert g.dtype == np.complex64 and g.weak_type, kw
+    np.testing.assert_allclose(g, val)
+  g = jax.grad(lambda d: jnp.sum(jnp.unique(d, size=3)))(2.0)
+  assert g.dtype == np.float32 and not g.weak_type
+  np.testing.assert_allclose(g, 3.0)
+  out = jnp.unique(x, size=3)
+  assert out.dtype == np.complex64 and not out.weak_type
+
+
+def test_unique_default_fill_keeps_a_weak_type():
+  out = jnp.unique(jnp.asarray(2.0), size=3)
+  assert out.weak_type
+  np.testing.assert_allclose(out, [2.0, 2.0, 2.0])
+  out = jnp.unique(jnp.asarray(2.0), size=3, fill_value=0)
+  assert not out.weak_type
+  np.testing.assert_allclose(out, [2.0, 0.0, 0.0])
+
+
+def test_unique_makes_every_complex_nan_one_value():
+  c = np.array([complex(np.nan, 1), complex(1, np.nan), 1, 1j], np.complex64)
+  vals, idx, inv, counts = jnp.unique(c, return_index=True, return_inverse=True,
+                                      return_counts=True)
+  np.testing.assert_array_equal(vals, np.array([1j, 1, complex(np.nan, 0)], np.complex64))
+  np.testing.assert_array_equal(idx, [3, 2, 0])
+  np.testing.assert_array_equal(inv, [2, 2, 1, 0])
+  np.testing.assert_array_equal(counts, [1, 1, 2])

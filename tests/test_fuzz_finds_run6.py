@@ -172,3 +172,27 @@ def test_unique_makes_every_complex_nan_one_value():
   np.testing.assert_array_equal(idx, [3, 2, 0])
   np.testing.assert_array_equal(inv, [2, 2, 1, 0])
   np.testing.assert_array_equal(counts, [1, 1, 2])
+
+
+# ---- run 7 (seeds 316-317) ----
+
+def test_grad_of_a_0d_pad_is_strong():
+  # JAX's pad transpose always pads the cotangent with a strong zero (nothing to undo
+  # here), so grad's weak seed comes back strong (seed 316, #39).
+  z = jnp.zeros((), jnp.float32)
+  g = jax.grad(lambda d: jnp.sum(jax.lax.pad(d, z, [])))(2.0)
+  assert g.dtype == np.float32 and not g.weak_type and float(g) == 1.0
+  g = jax.grad(lambda d: jnp.sum(jax.lax.pad(d, z, [(1, 0, 0)])))(jnp.full((1,), 2.0))
+  assert not g.weak_type
+  np.testing.assert_allclose(g, [1.0])
+
+
+def test_a_failed_computation_raises_jax_runtime_error_on_fetch():
+  # XLA's CPU FFT refuses the column-major layout LAPACK's getrf asks of its input; the
+  # failure surfaces when the result is fetched, as JaxRuntimeError (seed 317, #709).
+  def f(v0):
+    v1 = jnp.fft.irfftn(v0)
+    return jnp.linalg.solve(v1, v1)
+  x = np.array([[0.5, 0.25], [0.125, 1.0]], np.float32)
+  with pytest.raises(jax.errors.JaxRuntimeError, match="RET_CHECK failure"):
+    np.asarray(jax.jit(f)(x))

@@ -34,6 +34,8 @@ from tracejax._src.lax import structural
 from tracejax._src.lax import utils
 from tracejax._src.lax.dot import dot_general
 from tracejax._src.lax.gather import GatherDimensionNumbers, gather
+from tracejax._src.lax.linalg_enums import (EigImplementation, EighImplementation,
+                                           SvdAlgorithm)
 from tracejax._src.lax.structural import _aval, _shape
 from tracejax._src.lax.utils import standard_primitive
 from tracejax._src.runtime import backend
@@ -44,6 +46,7 @@ __all__ = [
     "cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
     "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p", "schur",
     "schur_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p",
+    "EigImplementation", "EighImplementation", "SvdAlgorithm",
 ]
 
 
@@ -289,7 +292,8 @@ def _lapack_call(ctx, target, operands, avals_in, avals_out, attrs=None, aliases
   Arrays of the operand's full rank (the matrices) are column-major, as LAPACK
   wants them; vectors and `info` keep the default row-major layout. `attrs` maps
   attribute names to one ASCII character each (LAPACK's job/uplo letters, sent
-  as ui8) or to a Python int (sent as i32, e.g. gehrd's `low` and `high`);
+  as ui8), a bool (sent as a bool, e.g. ormqr's `left`) or a Python int (sent as
+  i32, e.g. gehrd's `low` and `high`), as jaxlib's kernels decode them;
   `aliases` maps output index -> operand index (the kernel overwrites in place).
   """
   if ctx.module_context.platform != "cpu":
@@ -301,9 +305,14 @@ def _lapack_call(ctx, target, operands, avals_in, avals_out, attrs=None, aliases
   def layout(a):
     return _column_major(a.ndim) if a.ndim == full_rank else _row_major(a.ndim)
 
-  u8 = ir.IntegerType.get_unsigned(8)
-  config = ir.DictAttr.get({k: ir.IntegerAttr.get(u8, ord(v))
-                            for k, v in (attrs or {}).items()})
+  def attr(v):
+    if isinstance(v, str):
+      return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(v))
+    if isinstance(v, (bool, np.bool_)):
+      return ir.BoolAttr.get(bool(v))
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(v))
+
+  config = ir.DictAttr.get({k: attr(v) for k, v in (attrs or {}).items()})
   multi = len(avals_out) > 1
   alias_attrs = [hlo.OutputOperandAlias.get([o] if multi else [], i, [])
                  for o, i in (aliases or {}).items()]
@@ -873,7 +882,7 @@ mlir.register_lowering(qr_p, _qr_cpu_lowering, platform="cpu")
 # eigh
 # =============================================================================
 
-def eigh(x, lower=True, symmetrize_input=True):
+def eigh(x, lower=True, symmetrize_input=True, *, implementation=None):
   """Eigendecomposition of Hermitian (real symmetric) matrices: A = V diag(w) V^H.
 
   `x` is a batch of square matrices [..., n, n]. With `symmetrize_input`, `x` is
@@ -881,7 +890,12 @@ def eigh(x, lower=True, symmetrize_input=True):
   is read. Returns `(v, w)`: the eigenvectors as the columns of `v` (same dtype as
   `x`) and the eigenvalues `w` in ascending order (the real dtype), so that
   x @ v[..., :, i] == w[..., i] * v[..., :, i]. NaNs where LAPACK fails.
+  `implementation` (an EighImplementation) must be None or QR on CPU, as in JAX.
   """
+  if implementation == EighImplementation.JACOBI:
+    raise NotImplementedError("Jacobi implementation is not supported on CPU")
+  if implementation == EighImplementation.QDWH:
+    raise NotImplementedError("QDWH implementation is only supported on TPU")
   _check_matrix("eigh", _aval(x), square=True)
   if symmetrize_input:
     x = symmetrize(x)
@@ -950,14 +964,21 @@ mlir.register_lowering(eigh_p, _eigh_cpu_lowering, platform="cpu")
 # svd
 # =============================================================================
 
-def svd(x, full_matrices=True, compute_uv=True):
+def svd(x, full_matrices=True, compute_uv=True, *, algorithm=None):
   """Singular value decomposition A = U diag(s) V^H.
 
   `x` is a batch of matrices [..., m, n]; k = min(m, n). Returns the singular
   values `s` [..., k] (descending, real dtype) if not `compute_uv`, else
   `(u, s, vh)` with u [..., m, m] and vh [..., n, n] (`full_matrices`) or
-  u [..., m, k] and vh [..., k, n]. NaNs where LAPACK fails.
+  u [..., m, k] and vh [..., k, n]. NaNs where LAPACK fails. `algorithm` (an
+  SvdAlgorithm): None, DEFAULT, QR and DIVIDE_AND_CONQUER all run LAPACK's gesdd
+  here (JAX runs gesvd for QR: the same factors up to rounding and the signs of
+  singular vector pairs); JACOBI and POLAR are not implemented on CPU, as in JAX.
   """
+  if algorithm is not None and algorithm not in (
+      SvdAlgorithm.DEFAULT, SvdAlgorithm.QR, SvdAlgorithm.DIVIDE_AND_CONQUER):
+    raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented "
+                              "on CPU.")
   out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
   if compute_uv:
     s, u, vh = out
@@ -1093,10 +1114,9 @@ def eig(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
   JAX; tracejax has only LAPACK and accepts them for compatibility.
   """
   del use_magma  # GPU-only choice in JAX
-  name = getattr(implementation, "name", implementation)
-  if name is not None and str(name).upper() != "LAPACK":
-    raise NotImplementedError(f"eig: only the LAPACK implementation exists here, got "
-                              f"implementation={implementation!r}.")
+  # JAX on CPU takes None or EigImplementation.LAPACK (not the string 'lapack').
+  if implementation is not None and implementation != EigImplementation.LAPACK:
+    raise ValueError("Only the lapack implementation is supported on CPU.")
   return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                     compute_right_eigenvectors=bool(compute_right_eigenvectors),
                     enable_eigvec_derivs=bool(enable_eigvec_derivs))

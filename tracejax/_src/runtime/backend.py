@@ -357,7 +357,13 @@ def to_numpy(buf):
   Through the buffer protocol explicitly: `np.asarray(buf)` would call the
   `__array__` that tracejax attaches to ArrayImpl, which calls this.
   """
-  return np.asarray(memoryview(buf))
+  try:
+    return np.asarray(memoryview(buf))
+  except BufferError:
+    # A failed computation surfaces here (dispatch is asynchronous); waiting on the
+    # buffer raises its error as JaxRuntimeError, as JAX reports it.
+    buf.block_until_ready()
+    raise
 
 
 def buffer_device(buf):

@@ -120,6 +120,14 @@ from tracejax._src.lax.linalg import (
     svd_p as svd_p,
     triangular_solve_p as triangular_solve_p,
 )
+from tracejax._src.lax.linalg_extra import (
+    tridiagonal_solve_p as tridiagonal_solve_p,
+)
+from tracejax._src.lax.linalg_householder import (
+    hessenberg_p as hessenberg_p,
+    householder_product_p as householder_product_p,
+    tridiagonal_p as tridiagonal_p,
+)
 from tracejax._src.lax.misc import (
     stop_gradient_p as stop_gradient_p,
 )

@@ -15,6 +15,7 @@ from tracejax._src.config import config
 from tracejax._src.custom_derivatives import custom_jvp
 from tracejax._src.jit import jit
 from tracejax._src.lax.misc import stop_gradient
+from tracejax._src.numpy import util as np_util
 import tracejax.lax as lax
 import tracejax.numpy as jnp
 
@@ -254,8 +255,7 @@ def log_softmax(x, axis=-1, where=None, initial=None):
   if where is None:
     _reject_bool(x, axis)
   if not jnp.issubdtype(x.dtype, jnp.inexact):
-    # ints/bools: the default float, as in JAX (and -inf is no int `initial` for max)
-    x = x.astype(dtypes.canonicalize_dtype(np.float64))
+    x = _int_operand_as_float(x, where)
   x_max = jnp.max(x, axis, where=where, initial=-jnp.inf, keepdims=True)
   x_safe = x if where is None else jnp.where(where, x, -jnp.inf)
   shifted = x_safe - stop_gradient(x_max)
@@ -280,8 +280,7 @@ def softmax(x, axis=-1, where=None, initial=None):
   if where is None:
     _reject_bool(x, axis)
   if not jnp.issubdtype(x.dtype, jnp.inexact):
-    # ints/bools: the default float (an int array has no -inf for the max's `initial`)
-    x = x.astype(dtypes.canonicalize_dtype(np.float64))
+    x = _int_operand_as_float(x, where)
   if where is None and config.jax_softmax_custom_jvp:
     return _softmax(x, _axis_key(axis))
   if where is None:
@@ -295,6 +294,17 @@ def softmax(x, axis=-1, where=None, initial=None):
   unnormalized = jnp.exp(x_safe - stop_gradient(x_max))
   result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
   return jnp.where(where, result, 0)
+
+
+def _int_operand_as_float(x, where):
+  """An int (or, with `where`, bool) operand of softmax/log_softmax in the float dtype
+  JAX's result has: masked, the default float (JAX's `where` against -inf promotes it);
+  otherwise what its `exp` gives (float32 for int32 even with x64 on). Computing in
+  floats from the start keeps the max subtraction from wrapping around."""
+  if where is not None:
+    return x.astype(dtypes.canonicalize_dtype(np.float64))
+  x, = np_util.promote_dtypes_inexact(x)
+  return x
 
 
 def _reject_bool(x, axis):

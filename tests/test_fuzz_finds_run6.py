@@ -196,3 +196,72 @@ def test_a_failed_computation_raises_jax_runtime_error_on_fetch():
   x = np.array([[0.5, 0.25], [0.125, 1.0]], np.float32)
   with pytest.raises(jax.errors.JaxRuntimeError, match="RET_CHECK failure"):
     np.asarray(jax.jit(f)(x))
+
+
+def test_unsafe_scatter_casts_warn_as_jax():
+  # JAX 0.10.2 warns (FutureWarning) when standard promotion would not cast the update
+  # to the array's dtype, and casts anyway.
+  import warnings
+  x = jnp.arange(3)
+  msg = ("scatter inputs have incompatible types: cannot safely cast value from "
+         "dtype=float32 to dtype=int32 with jax_numpy_dtype_promotion=standard. In future "
+         "JAX releases this will result in an error.")
+  with pytest.warns(FutureWarning) as rec:
+    out = x.at[0].set(1.5)
+  assert str(rec[0].message) == msg and rec[0].filename == __file__
+  np.testing.assert_array_equal(out, [1, 1, 2])
+  for f, src, dst in ((lambda: x.at[0].add(1.5), "float32", "int32"),
+                      (lambda: x.astype(jnp.float16).at[0].set(np.float32(1.5)),
+                       "float32", "float16"),
+                      (lambda: (x > 0).at[0].set(2), "int32", "bool"),
+                      (lambda: jax.jit(lambda a: a.at[0].mul(2.0))(x), "float32", "int32")):
+    with pytest.warns(FutureWarning, match=f"from dtype={src} to dtype={dst} "):
+      f()
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    # Safe: a weak int into uint8 (even -1, which wraps to 255), narrower ints, a weak
+    # float into bfloat16, and reading.
+    u8 = x.astype(jnp.uint8)
+    np.testing.assert_array_equal(u8.at[0].set(-1), [255, 1, 2])
+    x.at[0].set(np.int8(1))
+    x.astype(jnp.bfloat16).at[0].set(1.5)
+    x.at[0].get()
+
+
+def test_gamma_sample_derivative_sums_the_series_to_convergence():
+  # JAX sums the igamma series until it converges (seed 317 #2793: grad of a bfloat16
+  # gamma sample at alpha ~ 1.3e9). Values recorded from JAX 0.10.2 (float32).
+  a = np.float32([1e6, 1.3e9, 3e5, 1e6])
+  x = np.float32([999453.5, 1299980288.0, 299500.0, 1000500.0])
+  np.testing.assert_allclose(lax_random_gamma_grad(a, x),
+                             [0.999931275844574, 4.33168888092041, 0.9992201328277588,
+                              1.0552763938903809], rtol=1e-5)
+  np.testing.assert_allclose(jax.lax.igamma(a[:1], x[:1]), [0.34336942434310913], rtol=1e-5)
+  np.testing.assert_allclose(jax.lax.igamma_grad_a(a[:1], x[:1]),
+                             [-0.00040362164145335555], rtol=1e-4)
+
+
+def lax_random_gamma_grad(a, x):
+  return jax.lax.random_gamma_grad(a, x)
+
+
+def test_an_empty_read_of_a_traced_array_still_depends_on_it():
+  # JAX's gather of an empty selection depends on its operand, so reverse mode through
+  # a gamma sampler's derivative raises even for empty arrays (seed 316 #4289).
+  k = jax.random.PRNGKey(1)
+  p = jax.nn.softmax(jnp.arange(2))
+
+  def f(x):
+    v = jax.random.choice(jax.random.PRNGKey(33), x, (2,), p=p)
+    return jnp.sum(jax.random.beta(k, jnp.abs(v) + 0.5, 2.0))
+
+  x0 = np.zeros((2, 0), np.float32)
+  with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for "
+                     "lax.while_loop"):
+    jax.hessian(jax.grad(f))(x0)
+  assert jax.hessian(f)(x0).shape == (2, 0, 2, 0)
+  g = jax.grad(lambda x: jnp.sum(x[jnp.array([0, 1])]))(x0)
+  assert g.shape == (2, 0) and g.dtype == np.float32
+  out = jax.jit(lambda x: x[:, jnp.array([0, 0, 0])] if x.shape[1] else x[jnp.array([1])])(
+      x0)
+  assert out.shape == (1, 0)

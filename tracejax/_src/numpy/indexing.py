@@ -18,6 +18,7 @@ As in JAX, negative indices count from the end; out-of-bounds reads clamp
 (C-S07: `jnp.arange(10)[11]` is 9) and out-of-bounds updates are dropped.
 """
 import operator
+import warnings
 
 import numpy as np
 
@@ -547,6 +548,18 @@ def _build_indices(components, batch_shape, nb, dtype):
 # Functional updates: x.at[idx].set(y) and friends
 # =============================================================================
 
+def _warn_unless_safe_cast(y, dt):
+  """JAX's FutureWarning for updates that standard promotion would not cast to `x`'s
+  dtype `dt` (int.at[i].set(1.5), float16 from float32, bool from a Python int)."""
+  ydt = util.dtype_of(y)
+  if ydt != dt and util._result_dtype((y, dt))[0] != dt:
+    warnings.warn(
+        f"scatter inputs have incompatible types: cannot safely cast value from "
+        f"dtype={ydt.name} to dtype={np.dtype(dt).name} with "
+        "jax_numpy_dtype_promotion=standard. In future JAX releases this will result in "
+        "an error.", FutureWarning, stacklevel=util.user_stacklevel())
+
+
 def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False,
                     unique_indices=False, mode=None, normalize_indices=True):
   """`x` with `y` combined (by `scatter_op`) into `x[idx]`; `y` broadcasts to the
@@ -556,6 +569,7 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
   dt = util.dtype_of(x)
   util.check_arraylike_or_list(fun_name, y)
   y = util.to_operand(y)
+  _warn_unless_safe_cast(y, dt)
   weak = util.is_weak(x)
   if type(y) is complex and dt.kind != "c" and scatter_op is lax_gather.scatter:
     # JAX 0.10.2 drops the imaginary part (with a ComplexWarning) here. The combining
@@ -635,8 +649,17 @@ def _mask_update(x, idx, y, scatter_op):
 def _empty_result(x, shape):
   """The empty result (`shape` has a 0) of a read of `x`: x's dtype and weak type, as
   the gather JAX would do gives."""
-  out = structural.full(shape, np.zeros((), util.dtype_of(x)))
-  return util.convert(out, util.dtype_of(x), True) if util.is_weak(x) else out
+  dt = util.dtype_of(x)
+  if isinstance(x, Tracer) and dtypes.is_inexact(dt) and util.ndim(x) > 0:
+    # Traced, the result still depends on x, as JAX's gather does: derivatives flow
+    # through it (as zeros) and reach the rules JAX reaches (reverse mode through a
+    # sampler's while_loop raises). The zero sum of an empty slice of x carries that.
+    from tracejax._src.lax.reductions import reduce_sum
+    nd = util.ndim(x)
+    empty = lax_slicing.slice(x, (0,) * nd, (0,) * nd)
+    return structural.broadcast_in_dim(reduce_sum(empty, tuple(range(nd))), shape, ())
+  out = structural.full(shape, np.zeros((), dt))
+  return util.convert(out, dt, True) if util.is_weak(x) else out
 
 
 def _set(x, y):

@@ -595,3 +595,35 @@ def test_log_softmax_of_ints_has_jax_result_dtype(x64):
   w = jax.nn.softmax(np.array([5, 1, 4], np.int32), where=np.array([True, False, True]))
   assert w.dtype == np.float64
   np.testing.assert_allclose(w, [0.73105858, 0.0, 0.26894142], rtol=1e-7)
+
+
+def test_unsigned_softmax_found_as_the_cause_by_signed_inputs():
+  # seed 319 #406 (x64 on): nansum(softmax(uint64 [9, 8, 5, 6])): JAX 0 (its wrapped-
+  # around max subtraction gives NaNs, which nansum drops), tracejax 1. The fuzzer
+  # reruns with the unsigned inputs made signed and positive; agreement there makes it
+  # the documented log-softmax-int.
+  out = jnp.nansum(jax.nn.softmax(np.array([9, 8, 5, 6], np.uint32), axis=0))
+  np.testing.assert_allclose(out, 1.0, rtol=1e-6)
+  prog = {"inputs": [{"dtype": "uint64", "shape": [4], "kind": "normal"}],
+          "ops": [{"t": "jax.nn.softmax({0}, axis=0)", "a": ["x0"]},
+                  {"t": "jnp.nansum({0}, axis=-1)", "a": ["v0"]}],
+          "out": "v1", "stack": [], "seed": 1}
+
+  class Runner:
+    def __init__(self, fixed=True):
+      self.fixed, self.seen = fixed, []
+
+    def classify(self, p):
+      self.seen.append(p)
+      signed = p["inputs"][0]["dtype"] == "int64"
+      return (None if signed and self.fixed else "value"), {}, {}
+
+  r = Runner()
+  assert F._unsigned_softmax_is_the_cause(r, prog)
+  assert r.seen[-1]["inputs"][0] == {"dtype": "int64", "shape": [4], "kind": "positive"}
+  assert F._found_by_rerun(Runner(), prog, "value", {"ok": True}) == "log-softmax-int"
+  assert not F._unsigned_softmax_is_the_cause(Runner(fixed=False), prog)
+  signed = dict(prog, inputs=[{"dtype": "int64", "shape": [4], "kind": "normal"}])
+  assert not F._unsigned_softmax_is_the_cause(Runner(), signed)
+  no_softmax = dict(prog, ops=[{"t": "jnp.nansum({0}, axis=-1)", "a": ["x0"]}], out="v0")
+  assert not F._unsigned_softmax_is_the_cause(Runner(), no_softmax)

@@ -434,6 +434,27 @@ def _host_reshape_is_the_cause(runner, prog):
     return False
 
 
+def _unsigned_softmax_is_the_cause(runner, prog):
+  """Whether a disagreement of a program with softmax/log_softmax and unsigned inputs
+  goes away when those inputs are signed (positive values): JAX subtracts the max in the
+  unsigned dtype, which wraps around (-inf/NaN, which later ops such as nansum hide);
+  tracejax computes in floats (the documented log-softmax-int)."""
+  if "softmax" not in G.render(prog):
+    return False
+  inputs, changed = [], False
+  for x in prog["inputs"]:
+    if str(x.get("dtype", "")).startswith("uint"):
+      x = dict(x, dtype=x["dtype"][1:], kind="positive")
+      changed = True
+    inputs.append(x)
+  if not changed:
+    return False
+  try:
+    return runner.classify(dict(prog, inputs=inputs))[0] is None
+  except Exception:
+    return False
+
+
 def _vjp_of_python_int(prog, cat):
   """A weak-type difference of a program whose `vjp` is taken at a Python bool or int:
   JAX hands that input to the function untraced, so what the function computes from it
@@ -471,6 +492,8 @@ def _found_by_rerun(runner, prog, cat, j):
     return "jax-host-arrays-untraced"
   if _host_reshape_is_the_cause(runner, prog):
     return "jax-host-passthrough"
+  if _unsigned_softmax_is_the_cause(runner, prog):
+    return "log-softmax-int"
   if _int_fill_is_the_cause(runner, prog):
     return "float-to-int-out-of-range"
   if _jit_dependent_rounding(runner, prog, cat, j):

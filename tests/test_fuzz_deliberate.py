@@ -627,3 +627,20 @@ def test_unsigned_softmax_found_as_the_cause_by_signed_inputs():
   assert not F._unsigned_softmax_is_the_cause(Runner(), signed)
   no_softmax = dict(prog, ops=[{"t": "jnp.nansum({0}, axis=-1)", "a": ["x0"]}], out="v0")
   assert not F._unsigned_softmax_is_the_cause(Runner(), no_softmax)
+
+
+def test_deliberate_dead_xlogy_of_an_int():
+  # seed 318 #2435: jvp of a jitted function whose unused xlogy(complex, 1) JAX
+  # differentiates (TypeError from log of the int 1); tracejax drops it.
+  j = _err("TypeError", "log does not accept dtype int32. Accepted dtypes are subtypes of "
+           "floating, complexfloating.")
+  t = _ok(_leaf(np.float32([15.625])))
+  src = "v3 = jax.scipy.special.xlogy(v2, 1); f1 = jax.jit(f0); jax.jvp"
+  assert F.deliberate(src, j, t) == "jax-dead-code-errors"
+  assert F.deliberate(src.replace("jax.jit(f0)", "f0"), j, t) is None
+  def dead(x):
+    sp.xlogy(x, 1)
+    return x * 2
+  x = np.array([0.5, 0.25], np.float32)
+  _, tan = jax.jvp(jax.jit(dead), (x,), (x,))
+  assert tan.tolist() == [1.0, 0.5]

@@ -265,3 +265,28 @@ def test_an_empty_read_of_a_traced_array_still_depends_on_it():
   out = jax.jit(lambda x: x[:, jnp.array([0, 0, 0])] if x.shape[1] else x[jnp.array([1])])(
       x0)
   assert out.shape == (1, 0)
+
+
+# ---- run 8 (seeds 318-319) ----
+
+def test_squareplus_keeps_a_weak_type_and_refuses_lists():
+  # seed 319 #1502: JAX promotes with its weak type (a Python int gives a weak float).
+  out = jax.nn.squareplus(3)
+  assert out.dtype == np.float32 and out.weak_type
+  np.testing.assert_allclose(out, 3.3027756, rtol=1e-6)
+  assert not jax.nn.squareplus(np.int32(3)).weak_type
+  with pytest.raises(TypeError, match="squareplus requires ndarray or scalar arguments, "
+                     "got <class 'list'> at position 0"):
+    jax.nn.squareplus([1.0, 2.0])
+
+
+def test_xlogy_derivative_of_an_integer_y_raises_jax_message():
+  # JAX's JVP rule applies lax.log to y as given (seed 318 #2435, there in dead code).
+  x = np.array([0.5, 0.25], np.float32)
+  msg = ("log does not accept dtype int32. Accepted dtypes are subtypes of floating, "
+         "complexfloating.")
+  with pytest.raises(TypeError, match=msg):
+    jax.jvp(lambda x: jsp.xlogy(x, 1), (x,), (x,))
+  with pytest.raises(TypeError, match="log1p does not accept dtype int32. Accepted"):
+    jax.grad(lambda x: jsp.xlog1py(x, jnp.zeros(2, jnp.int32) + 1).sum())(x)
+  np.testing.assert_allclose(jax.grad(lambda y: jsp.xlogy(2.0, y))(1.0), 2.0)

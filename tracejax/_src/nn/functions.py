@@ -167,9 +167,8 @@ def squareplus(x, b=4):
   negative x cancels to 0 (e.g. float32 squareplus(-1e5) is 0) and x = -inf, or an
   x whose square overflows, gives NaN (-inf + inf).
   """
-  x = jnp.asarray(x)
-  if not dtypes.issubdtype(x.dtype, np.inexact):
-    x = x.astype(dtypes.to_inexact_dtype(x.dtype))
+  np_util.check_arraylike("squareplus", x, b)
+  x, = np_util.promote_dtypes_inexact(x)  # a weak int stays weak (as a float), as in JAX
   return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 

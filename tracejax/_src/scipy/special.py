@@ -306,11 +306,12 @@ def _xlog_jvp(impl, log_fn, shift):
 
 
 def _custom_xlog():
+  import tracejax.lax as public_lax  # whose dtype errors are JAX's words
   from tracejax._src.custom_derivatives import custom_jvp
   xlogy_ = custom_jvp(_xlogy_impl)
-  xlogy_.defjvp(_xlog_jvp(_xlogy_impl, lax.log, False))
+  xlogy_.defjvp(_xlog_jvp(_xlogy_impl, public_lax.log, False))
   xlog1py_ = custom_jvp(_xlog1py_impl)
-  xlog1py_.defjvp(_xlog_jvp(_xlog1py_impl, lax.log1p, True))
+  xlog1py_.defjvp(_xlog_jvp(_xlog1py_impl, public_lax.log1p, True))
   return xlogy_, xlog1py_
 
 

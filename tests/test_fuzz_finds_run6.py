@@ -3,7 +3,8 @@
 Every expected value, type or message was recorded from JAX 0.10.2 (x64 off), not
 computed from it at test time. The file runs unchanged under real JAX when its imports
 are swapped, apart from the half-precision cholesky, which JAX refuses with another
-exception (NotImplementedError).
+exception (NotImplementedError), and the unsafe-scatter warning's location (JAX
+attributes it to its own scatter.py; tracejax to the caller's line).
 """
 import numpy as np
 import pytest

@@ -644,3 +644,35 @@ def test_deliberate_dead_xlogy_of_an_int():
   x = np.array([0.5, 0.25], np.float32)
   _, tan = jax.jvp(jax.jit(dead), (x,), (x,))
   assert tan.tolist() == [1.0, 0.5]
+
+
+def test_deliberate_clip_mode_extremal_scatter_derivative():
+  # seed 320 #1643: jacrev of x.at[[1, -4]].min(3.0, mode='clip'); JAX's jacfwd of the
+  # same gives NaN for the row the clipped -4 updates (values recorded from JAX 0.10.2).
+  x = jnp.array([[5., 5.], [6., 6.]])
+  f = lambda x: x.at[jnp.array([-4])].min(3.0, mode="clip")
+  np.testing.assert_array_equal(f(x), [[3., 3.], [6., 6.]])
+  d = np.diag(np.asarray(jax.jacfwd(f)(x)).reshape(4, 4))
+  np.testing.assert_array_equal(d, [0., 0., 1., 1.])   # JAX: [nan, nan, 1, 1]
+  src = "x0.at[jnp.array([-4])].min(3.0, mode='clip'); f1 = jax.jacfwd(f0)"
+  j = _ok(_leaf(np.float32([np.nan, np.nan, 1, 1])))
+  t = _ok(_leaf(np.float32(d)))
+  assert F.deliberate(src, j, t) == "scatter-extremal-clip-derivative"
+  assert F.deliberate(src.replace("jax.jacfwd(f0)", "f0"), j, t) is None
+  assert F.deliberate(src.replace("mode='clip'", "mode='drop'"), j, t) is None
+  assert F.deliberate(src, j, _ok(_leaf(np.float64(d)))) is None
+
+
+def test_deliberate_jax_fft_layout_crash():
+  # seed 321 #2098: grad of jit(norm(fft2(x), 2)); JAX's XLA program fails a layout check.
+  src = "v0 = jnp.fft.fft2(x1); v1 = jnp.linalg.norm(v0, 2); f1 = jax.jit(f0)"
+  j = _err("JaxRuntimeError", "INTERNAL: RET_CHECK failure (external/xla/xla/backends/cpu/"
+           "runtime/fft_thunk.cc:168) LayoutUtil::IsMonotonicWithDim0Major(input_shape_."
+           "layout())")
+  t = _ok(_leaf(np.zeros((3, 1))))
+  assert F.deliberate(src, j, t) == "jax-fft-layout-crash"
+  assert F.deliberate(src, j, dict(j)) is None   # both crashing is plain agreement
+  assert F.deliberate("v1 = jnp.linalg.norm(v0, 2)", j, t) is None
+  x = np.array([[0.7246, 2.3848], [1.0361, 1.084]], np.float16)
+  g = jax.grad(jax.jit(lambda x: jnp.linalg.norm(jnp.fft.fft2(x), 2)))(x.astype(np.float32))
+  assert g.shape == (2, 2) and np.isfinite(np.asarray(g)).all()

@@ -291,3 +291,14 @@ def test_xlogy_derivative_of_an_integer_y_raises_jax_message():
   with pytest.raises(TypeError, match="log1p does not accept dtype int32. Accepted"):
     jax.grad(lambda x: jsp.xlog1py(x, jnp.zeros(2, jnp.int32) + 1).sum())(x)
   np.testing.assert_allclose(jax.grad(lambda y: jsp.xlogy(2.0, y))(1.0), 2.0)
+
+
+# ---- run 9 (seeds 320-321) ----
+
+def test_unique_of_an_empty_weak_array_stays_weak():
+  # seed 321 #2648: JAX fills an empty input's result with full_like (its weak type).
+  e = jnp.zeros((0,), jnp.int32) // 0.5
+  assert e.weak_type
+  for kw in ({"size": 2, "fill_value": 0}, {"size": 2, "fill_value": np.float32(1)}, {}):
+    assert jnp.unique(e, **kw).weak_type, kw
+  assert not jnp.unique(np.zeros((0,), np.float32), size=2, fill_value=0).weak_type

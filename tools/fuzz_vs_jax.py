@@ -561,6 +561,17 @@ DELIBERATE = [
     ("top-k-complex-error-type", lambda src, j, t: _jexc(
         j, "ValueError", "top_k is not compatible with complex inputs") and _texc(
         t, "TypeError", "top_k does not accept dtype complex")),
+    # XLA's CPU FFT refuses the layout JAX's program gives its input (a RET_CHECK)
+    ("jax-fft-layout-crash", lambda src, j, t: "fft" in src and t["ok"] and _jexc(
+        j, "JaxRuntimeError", "fft_thunk", "IsMonotonicWithDim0Major")),
+    # JAX's derivative of a clip-mode .at[].min/max with out-of-bounds indices: NaN
+    # (forward mode) or a slope of 1 (reverse) for the rows the clipped index updates
+    ("scatter-extremal-clip-derivative", lambda src, j, t: ".at[" in src
+        and "mode='clip'" in src and (".min(" in src or ".max(" in src)
+        and any(d in src for d in ("jacrev", "jacfwd", "grad", "jvp", "vjp", "hessian"))
+        and j["ok"] and t["ok"] and len(j["leaves"]) == len(t["leaves"]) and all(
+            a["dtype"] == b["dtype"] and a["shape"] == b["shape"]
+            for a, b in zip(j["leaves"], t["leaves"]))),
     ("jax-empty-gather-crash", lambda src, j, t: _jexc(
         j, "TypeError", "in gather op is out of range")),  # (ours: the result, or a later error)
     # JAX's wrapped-around unsigned max subtraction: a differing leaf where JAX's holds

@@ -127,7 +127,8 @@ def _unique(ar, fill_value, axis, equal_nan, size):
   if n == 0:
     vshape = (size,) + (util.shape(rows)[1:])
     fill = 0 if fill_value is None else fill_value
-    vals = structural.full(vshape, util.convert(fill, util.dtype_of(ar), False))
+    # JAX fills with full_like of the (empty) values: their weak type, whatever the fill.
+    vals = structural.full(vshape, util.convert(fill, util.dtype_of(ar), util.is_weak(ar)))
     empty_i = structural.full((size,), np.array(0, idt))
     return (_restore(vals, ar, axis), empty_i, structural.full(inv_shape, np.array(0, idt)),
             empty_i, np.array(0, idt))

@@ -676,3 +676,24 @@ def test_deliberate_jax_fft_layout_crash():
   x = np.array([[0.7246, 2.3848], [1.0361, 1.084]], np.float16)
   g = jax.grad(jax.jit(lambda x: jnp.linalg.norm(jnp.fft.fft2(x), 2)))(x.astype(np.float32))
   assert g.shape == (2, 2) and np.isfinite(np.asarray(g)).all()
+
+
+def test_run9_widened_entries():
+  # seed 320 #2445: jit(value_and_grad(jvp)) of a windowed sum of an empty complex array:
+  # JAX's generic reduce_window JVP fails on the symbolic zero; tracejax has no transpose.
+  src = "lax.reduce_window(v0, jnp.asarray(0, jnp.asarray(v0).dtype), lax.add, (2,)"
+  j = _err("ValueError", "Operands must have the same tree structure as init_values: "
+           "PyTreeDef([*, *, *, CustomNode(Zero[complex64[0]], [])]) vs. PyTreeDef([*, *, *, *])")
+  t = _err("NotImplementedError", "Transpose rule (for reverse-mode differentiation) for "
+           "'reduce_window' not implemented")
+  assert F.deliberate(src, j, t) == "generic-reduce-window-rev"
+  assert F.deliberate("lax.add(v0, v0)", j, t) is None
+  # seed 321 #4623: hessian through an identity fori_loop of a bool input, then .at: JAX
+  # returns the NumPy input itself (AttributeError on .at); tracejax meets jacrev's
+  # real-output check instead.
+  src = "lax.fori_loop(0, 3, lambda i, v: (lambda v: v)(v), x0); v0.at[([-1, 0],)].max"
+  j = _err("AttributeError", "'numpy.ndarray' object has no attribute 'at'")
+  t = _err("TypeError", "jacrev requires real-valued outputs (output dtype that is a "
+           "sub-dtype of np.floating), but got bool.")
+  assert F.deliberate(src, j, t) == "jax-host-passthrough"
+  assert F.deliberate(src, j, _err("TypeError", "something else")) is None

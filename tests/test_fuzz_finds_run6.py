@@ -302,3 +302,18 @@ def test_unique_of_an_empty_weak_array_stays_weak():
   for kw in ({"size": 2, "fill_value": 0}, {"size": 2, "fill_value": np.float32(1)}, {}):
     assert jnp.unique(e, **kw).weak_type, kw
   assert not jnp.unique(np.zeros((0,), np.float32), size=2, fill_value=0).weak_type
+
+
+def test_take_from_an_empty_axis_checks_the_indices_as_jax():
+  # seed 320 #3839: JAX refuses non-empty indices into an empty axis even when the
+  # result is empty (another axis has size 0), and refuses modes it does not know.
+  a = np.zeros((0, 0), np.float32)
+  for mode in (None, "clip", "wrap", "fill"):
+    for axis in (0, 1):
+      with pytest.raises(IndexError, match=r"Cannot do a non-empty jnp.take\(\) from an "
+                         "empty axis"):
+        jnp.take(a, jnp.array([0, 1]), axis=axis, mode=mode)
+    assert jnp.take(a, jnp.array([], jnp.int32), axis=0, mode=mode).shape == (0, 0)
+  assert jnp.take(np.zeros((2, 0)), jnp.array([0, 1]), axis=0).shape == (2, 0)
+  with pytest.raises(ValueError, match="Invalid mode 'promise_in_bounds' for np.take"):
+    jnp.take(np.zeros(3), jnp.array([0]), mode="promise_in_bounds")

@@ -858,6 +858,8 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   """
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+  if mode not in (None, "raise", "fill", "clip", "wrap"):
+    raise ValueError(f"Invalid mode '{mode}' for np.take")
   util.check_arraylike("take", a)
   a = util.to_array(a)
   if axis is None:
@@ -869,10 +871,10 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   idx, gmode = _take_indices("take", indices, n, mode)
   ishape = util.shape(idx)
   out_shape = shape[:axis] + ishape + shape[axis + 1:]
+  if n == 0 and 0 not in ishape:  # (JAX checks the indices, not the result's size)
+    raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
   if 0 in out_shape:
     return _empty_result(a, out_shape)
-  if n == 0:
-    raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
   slice_sizes = shape[:axis] + (1,) + shape[axis + 1:]
   dnums = lax_gather.GatherDimensionNumbers(
       offset_dims=tuple(range(axis)) + tuple(range(axis + len(ishape), len(out_shape))),

@@ -533,6 +533,19 @@ def test_empty_gather_crash_before_a_later_error():
     jnp.ldexp(jnp.median(jnp.zeros((0,)), axis=0), jnp.float32(1.5))
 
 
+class _RerunRunner:
+  """A stand-in for the fuzzer's Runner in causal-rerun tests: the sides agree on the
+  programs `agrees_on` accepts and disagree (category `cat`) on the others; every
+  program it is asked about is kept in `seen`."""
+
+  def __init__(self, agrees_on, cat):
+    self.agrees_on, self.cat, self.seen = agrees_on, cat, []
+
+  def classify(self, p):
+    self.seen.append(p)
+    return (None if self.agrees_on(p) else self.cat), {}, {}
+
+
 def test_host_reshape_found_as_the_cause_by_jitting_the_function():
   # seed 316 #1890 (x64 off): `jnp.reshape(x0, (-1,)) // itself` of a bool NumPy input.
   # JAX's jnp.reshape of a NumPy array returns a NumPy array, so the floor division is
@@ -547,22 +560,15 @@ def test_host_reshape_found_as_the_cause_by_jitting_the_function():
                   {"t": "({0} // {0})", "a": ["v0"]}],
           "out": "v1", "stack": [], "seed": 1}
 
-  class Runner:
-    def __init__(self, fixed_by_jit=True):
-      self.fixed_by_jit, self.seen = fixed_by_jit, []
-
-    def classify(self, p):
-      self.seen.append(p)
-      jitted = p["stack"][:1] == [{"t": "jit"}]
-      return (None if jitted and self.fixed_by_jit else "dtype"), {}, {}
-
-  r = Runner()
+  jitted = lambda p: p["stack"][:1] == [{"t": "jit"}]
+  r = _RerunRunner(jitted, "dtype")
   assert F._host_reshape_is_the_cause(r, prog)
   assert r.seen[-1]["stack"] == [{"t": "jit"}]
-  assert F._found_by_rerun(Runner(), prog, "dtype", {"ok": True}) == "jax-host-passthrough"
-  assert not F._host_reshape_is_the_cause(Runner(fixed_by_jit=False), prog)
+  assert F._found_by_rerun(_RerunRunner(jitted, "dtype"), prog, "dtype",
+                           {"ok": True}) == "jax-host-passthrough"
+  assert not F._host_reshape_is_the_cause(_RerunRunner(lambda p: False, "dtype"), prog)
   no_reshape = dict(prog, ops=[{"t": "({0} // {0})", "a": ["x0"]}], out="v0")
-  assert not F._host_reshape_is_the_cause(Runner(), no_reshape)
+  assert not F._host_reshape_is_the_cause(_RerunRunner(jitted, "dtype"), no_reshape)
 
 
 def test_deliberate_log_softmax_int_is_only_the_unsigned_wrap_around():
@@ -609,24 +615,17 @@ def test_unsigned_softmax_found_as_the_cause_by_signed_inputs():
                   {"t": "jnp.nansum({0}, axis=-1)", "a": ["v0"]}],
           "out": "v1", "stack": [], "seed": 1}
 
-  class Runner:
-    def __init__(self, fixed=True):
-      self.fixed, self.seen = fixed, []
-
-    def classify(self, p):
-      self.seen.append(p)
-      signed = p["inputs"][0]["dtype"] == "int64"
-      return (None if signed and self.fixed else "value"), {}, {}
-
-  r = Runner()
+  signed = lambda p: p["inputs"][0]["dtype"] == "int64"
+  r = _RerunRunner(signed, "value")
   assert F._unsigned_softmax_is_the_cause(r, prog)
   assert r.seen[-1]["inputs"][0] == {"dtype": "int64", "shape": [4], "kind": "positive"}
-  assert F._found_by_rerun(Runner(), prog, "value", {"ok": True}) == "log-softmax-int"
-  assert not F._unsigned_softmax_is_the_cause(Runner(fixed=False), prog)
-  signed = dict(prog, inputs=[{"dtype": "int64", "shape": [4], "kind": "normal"}])
-  assert not F._unsigned_softmax_is_the_cause(Runner(), signed)
+  assert F._found_by_rerun(_RerunRunner(signed, "value"), prog, "value",
+                           {"ok": True}) == "log-softmax-int"
+  assert not F._unsigned_softmax_is_the_cause(_RerunRunner(lambda p: False, "value"), prog)
+  signed_prog = dict(prog, inputs=[{"dtype": "int64", "shape": [4], "kind": "normal"}])
+  assert not F._unsigned_softmax_is_the_cause(_RerunRunner(signed, "value"), signed_prog)
   no_softmax = dict(prog, ops=[{"t": "jnp.nansum({0}, axis=-1)", "a": ["x0"]}], out="v0")
-  assert not F._unsigned_softmax_is_the_cause(Runner(), no_softmax)
+  assert not F._unsigned_softmax_is_the_cause(_RerunRunner(signed, "value"), no_softmax)
 
 
 def test_deliberate_dead_xlogy_of_an_int():

@@ -362,6 +362,15 @@ def _int_conversion_differs(j, t):
 _NONFINITE_FILLS = ("float('nan')", "float('inf')")
 
 
+def _agrees(runner, variant):
+  """Whether both sides agree on `variant` of a program (a causal rerun); a variant
+  that fails to run proves nothing."""
+  try:
+    return runner.classify(variant)[0] is None
+  except Exception:
+    return False
+
+
 def _int_fill_is_the_cause(runner, prog):
   """Whether a disagreement of a jitted program goes away when its non-finite `full`/
   `full_like` fill values become 0: then it is the float-to-int conversion of such a
@@ -377,10 +386,7 @@ def _int_fill_is_the_cause(runner, prog):
     ops.append(dict(op, t=t))
   if ops == prog["ops"]:
     return False
-  try:
-    return runner.classify(dict(prog, ops=ops))[0] is None
-  except Exception:
-    return False
+  return _agrees(runner, dict(prog, ops=ops))
 
 
 def _jit_dependent_rounding(runner, prog, cat, j):
@@ -414,10 +420,7 @@ def _vjp_untraced_is_the_cause(runner, prog):
     stack.append(s)
   if not changed:
     return False
-  try:
-    return runner.classify(dict(prog, stack=stack))[0] is None
-  except Exception:
-    return False
+  return _agrees(runner, dict(prog, stack=stack))
 
 
 def _host_reshape_is_the_cause(runner, prog):
@@ -428,10 +431,7 @@ def _host_reshape_is_the_cause(runner, prog):
   always treats it."""
   if "jnp.reshape(" not in G.render(prog):
     return False
-  try:
-    return runner.classify(dict(prog, stack=[{"t": "jit"}] + prog["stack"]))[0] is None
-  except Exception:
-    return False
+  return _agrees(runner, dict(prog, stack=[{"t": "jit"}] + prog["stack"]))
 
 
 def _unsigned_softmax_is_the_cause(runner, prog):
@@ -449,10 +449,7 @@ def _unsigned_softmax_is_the_cause(runner, prog):
     inputs.append(x)
   if not changed:
     return False
-  try:
-    return runner.classify(dict(prog, inputs=inputs))[0] is None
-  except Exception:
-    return False
+  return _agrees(runner, dict(prog, inputs=inputs))
 
 
 def _vjp_of_python_int(prog, cat):
@@ -479,10 +476,7 @@ def _cholesky_nonfinite_is_the_cause(runner, prog):
     return False
   inputs = [dict(x, kind="normal") if x.get("kind") == "special" else x
             for x in prog["inputs"]]
-  try:
-    return runner.classify(dict(prog, inputs=inputs))[0] is None
-  except Exception:
-    return False
+  return _agrees(runner, dict(prog, inputs=inputs))
 
 
 def _found_by_rerun(runner, prog, cat, j):

@@ -26,6 +26,7 @@ from tracejax._src import dtypes
 from tracejax._src.core.trace import Tracer
 from tracejax._src.lax import elementwise as lax_ew
 from tracejax._src.lax import gather as lax_gather
+from tracejax._src.lax import reductions as lax_reductions
 from tracejax._src.lax import slicing as lax_slicing
 from tracejax._src.lax import structural
 from tracejax._src.numpy import util
@@ -654,10 +655,10 @@ def _empty_result(x, shape):
     # Traced, the result still depends on x, as JAX's gather does: derivatives flow
     # through it (as zeros) and reach the rules JAX reaches (reverse mode through a
     # sampler's while_loop raises). The zero sum of an empty slice of x carries that.
-    from tracejax._src.lax.reductions import reduce_sum
     nd = util.ndim(x)
     empty = lax_slicing.slice(x, (0,) * nd, (0,) * nd)
-    return structural.broadcast_in_dim(reduce_sum(empty, tuple(range(nd))), shape, ())
+    total = lax_reductions.reduce_sum(empty, tuple(range(nd)))
+    return structural.broadcast_in_dim(total, shape, ())
   out = structural.full(shape, np.zeros((), dt))
   return util.convert(out, dt, True) if util.is_weak(x) else out
 

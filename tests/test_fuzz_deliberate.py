@@ -696,3 +696,33 @@ def test_run9_widened_entries():
            "sub-dtype of np.floating), but got bool.")
   assert F.deliberate(src, j, t) == "jax-host-passthrough"
   assert F.deliberate(src, j, _err("TypeError", "something else")) is None
+
+
+def test_fused_atan2_zero_found_by_rerunning_without_jit():
+  # seed 321 #2677 (x64): arctan2(v, v) of a computed integer 0 under vjp+jit. XLA's
+  # fused atan2 gives NaN for (0, 0) in some programs: JAX's program here gives 0 and
+  # tracejax's NaN, the minimised one the other way round; without jit both give 0.
+  prog = {"inputs": [{"dtype": "int64", "shape": [2, 3], "kind": "positive"}],
+          "ops": [{"t": "jnp.amax({0})", "a": ["x0"]}, {"t": "({0} ^ {1})", "a": ["v0", "v0"]},
+                  {"t": "({0} % {1})", "a": ["v0", "v1"]},
+                  {"t": "jnp.arctan2({0}, {1})", "a": ["v2", "v2"]}],
+          "out": "v3", "stack": [{"t": "jit"}], "seed": 1}
+  nan, zero = _ok(_leaf(np.float64(np.nan))), _ok(_leaf(np.float64(0.0)))
+
+  class Runner:
+    def __init__(self, eager):
+      self.eager = eager
+
+    def classify(self, p):
+      assert p["stack"][-1] == {"t": "disable_jit"}
+      return (None if self.eager[0] == self.eager[1] else "value-nan"), None
+
+  assert F._fused_atan2_zero(Runner((zero, zero)), prog, "value-nan")
+  assert F._found_by_rerun(Runner((zero, zero)), prog, "value-nan", nan) == \
+      "xla-fused-atan2-zero"
+  assert not F._fused_atan2_zero(Runner((zero, nan)), prog, "value-nan")  # eager too
+  assert not F._fused_atan2_zero(Runner((zero, zero)), prog, "value-close")
+  other = dict(prog, ops=prog["ops"][:3] + [{"t": "jnp.sin({0})", "a": ["v2"]}])
+  assert not F._fused_atan2_zero(Runner((zero, zero)), other, "value-nan")
+  # eagerly atan2(0, 0) is 0 (under jit it is XLA's to decide: NaN with jaxlib 0.10.2)
+  assert jnp.arctan2(jnp.asarray(4) % 0, jnp.asarray(4) % 0) == 0

@@ -467,6 +467,17 @@ def _vjp_of_python_int(prog, cat):
   return False
 
 
+def _fused_atan2_zero(runner, prog, cat):
+  """Whether a NaN-versus-number difference of a program with `arctan2` goes away with
+  every jit disabled on both sides: XLA's fused atan2 gives NaN for (0, 0) in some
+  compiled programs (and 0 elsewhere), so which side meets it depends on the exact form
+  of each system's program, not on a lowering of ours (documented below)."""
+  src = G.render(prog)
+  if cat != "value-nan" or not ("arctan2" in src or "atan2" in src):
+    return False
+  return _agrees(runner, dict(prog, stack=prog["stack"] + [{"t": "disable_jit"}]))
+
+
 def _cholesky_nonfinite_is_the_cause(runner, prog):
   """Whether a disagreement of a program with `cholesky` goes away when its inputs hold
   no NaN/inf (the same values otherwise): the documented `cholesky-nan-input`, seen
@@ -492,6 +503,8 @@ def _found_by_rerun(runner, prog, cat, j):
     return "float-to-int-out-of-range"
   if _jit_dependent_rounding(runner, prog, cat, j):
     return "jit-dependent-rounding"
+  if _fused_atan2_zero(runner, prog, cat):
+    return "xla-fused-atan2-zero"
   if _cholesky_nonfinite_is_the_cause(runner, prog):
     return "cholesky-nan-input"
   return None

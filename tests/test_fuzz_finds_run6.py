@@ -317,3 +317,30 @@ def test_take_from_an_empty_axis_checks_the_indices_as_jax():
   assert jnp.take(np.zeros((2, 0)), jnp.array([0, 1]), axis=0).shape == (2, 0)
   with pytest.raises(ValueError, match="Invalid mode 'promise_in_bounds' for np.take"):
     jnp.take(np.zeros(3), jnp.array([0]), mode="promise_in_bounds")
+
+
+# ---- run 9 (seeds 320-321), continued ----
+
+def _loop_abs(x):
+  return jax.lax.while_loop(lambda st: st[0] < 3, lambda st: (st[0] + 1, jnp.abs(st[1])),
+                            (0, x))[1]
+
+
+@pytest.mark.parametrize("fn", [jnp.fmin, jnp.fmax, jnp.copysign,
+                                lambda a, b: jnp.where(a < 1, a, b)])
+def test_empty_select_of_a_while_output_needs_no_loop_transpose(fn):
+  # seed 320 #1772: jacrev(lambda x: fmin(x, while_loop(...x...))) of an empty array:
+  # JAX's jnp functions built on its internal where return the first operand for an
+  # empty result, so the while's output needs no cotangent: (2, 0, 2, 0) float16 zeros.
+  x = np.zeros((2, 0), np.float16)
+  j = jax.jacrev(lambda v: fn(v, _loop_abs(v)))(x)
+  assert j.shape == (2, 0, 2, 0) and j.dtype == np.float16
+  assert jax.grad(lambda v: jnp.sum(fn(v, _loop_abs(v))))(x).shape == (2, 0)
+  # the loop's output in the selected operand, or any non-empty array, still raises
+  # (copysign reads only the sign of its second operand: no cotangent reaches it)
+  cases = [(lambda v: fn(_loop_abs(v), v), x), (lambda v: jnp.minimum(v, _loop_abs(v)), x)]
+  if fn is not jnp.copysign:
+    cases.append((lambda v: fn(v, _loop_abs(v)), np.zeros(2, np.float16)))
+  for g, v in cases:
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+      jax.jacrev(g)(v)

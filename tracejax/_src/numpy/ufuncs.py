@@ -110,7 +110,7 @@ def floor_divide(x1, x2, /):
     # C division truncates; step down when the signs differ and there is a remainder.
     select = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)),
                              lax.ne(lax.rem(x1, x2), _constant_like(x1, 0)))
-    return _select(select, lax.sub(quotient, _weak_constant_like(quotient, 1)), quotient)
+    return _where_select(select, lax.sub(quotient, _weak_constant_like(quotient, 1)), quotient)
   if dtypes.is_complex(dt):
     raise TypeError("floor_divide does not support complex-valued inputs")
   # Piecewise constant: a zero derivative that is symbolic, as in JAX, so reverse mode
@@ -168,7 +168,7 @@ def _int_divisor_nonzero(x2):
   are 0 (as NumPy's), where XLA's rem would give x (fuzzer seed 200)."""
   if not dtypes.is_integer(_dtype(x2)):
     return x2
-  return _select(lax.eq(x2, _weak_constant_like(x2, 0)), _weak_constant_like(x2, 1), x2)
+  return _where_select(lax.eq(x2, _weak_constant_like(x2, 0)), _weak_constant_like(x2, 1), x2)
 
 
 def divmod(x1, x2, /):
@@ -227,7 +227,7 @@ def _pow_int_int(x1, x2):
   acc = util.broadcast_to(util.to_array(acc), util.shape(x1))
   one = _constant_like(x2, 1)
   for _ in range(6):
-    acc = _select(lax.eq(lax.bitwise_and(x2, one), one), lax.mul(acc, x1), acc)
+    acc = _where_select(lax.eq(lax.bitwise_and(x2, one), one), lax.mul(acc, x1), acc)
     x1 = lax.mul(x1, x1)
     x2 = lax.shift_right_logical(x2, one)
   return acc
@@ -455,9 +455,9 @@ def hypot(x1, x2, /):
   idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
   x1, x2 = lax.max(x1, x2), lax.min(x1, x2)
   is_zero = lax.eq(x1, _constant_like(x1, 0))
-  safe = _select(is_zero, lax.add(x1, _constant_like(x1, 1)), x1)
+  safe = _where_select(is_zero, lax.add(x1, _constant_like(x1, 1)), x1)
   ratio = lax.div(x2, safe)
-  x = _select(is_zero, x1, lax.mul(x1, lax.sqrt(lax.add(_constant_like(x1, 1),
+  x = _where_select(is_zero, x1, lax.mul(x1, lax.sqrt(lax.add(_constant_like(x1, 1),
                                                         lax.mul(ratio, ratio)))))
   if util.shape(x):
     # JAX 0.10.2's hypot keeps a weak type only for a 0-d result (hypot(bool_array, 1)
@@ -477,10 +477,10 @@ def sinc(x, /):
   x, = util.promote_args_inexact("sinc", x)
   eq_zero = lax.eq(x, _constant_like(x, 0))
   pi_x = lax.mul(_constant_like(x, np.pi), x)
-  safe = _select(eq_zero, _constant_like(x, 1), pi_x)
+  safe = _where_select(eq_zero, _constant_like(x, 1), pi_x)
   # At 0 the value (and, through its custom rule, each derivative) is the Maclaurin
   # term, as in JAX; the quotient's derivatives there would be 0/0.
-  return _select(eq_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe), safe))
+  return _where_select(eq_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe), safe))
 
 
 _sinc_maclaurin_fn = None
@@ -741,7 +741,7 @@ def copysign(x1, x2, /):
   x1, x2 = util.promote_args_inexact("copysign", x1, x2)
   if dtypes.is_complex(_dtype(x1)):
     raise TypeError("copysign does not support complex-valued inputs")
-  return _select(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
+  return _where_select(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
 
 
 def heaviside(x1, x2, /):
@@ -749,22 +749,22 @@ def heaviside(x1, x2, /):
   x1, x2 = util.promote_args_inexact("heaviside", x1, x2)
   zero = _constant_like(x1, 0)
   # a NaN x1 gives NaN (JAX and NumPy), not x2: it is neither < 0, > 0 nor == 0
-  return _select(lax.lt(x1, zero), zero,
-                 _select(lax.gt(x1, zero), _constant_like(x1, 1),
-                         _select(lax.ne(x1, x1), x1, x2)))
+  return _where_select(lax.lt(x1, zero), zero,
+                 _where_select(lax.gt(x1, zero), _constant_like(x1, 1),
+                         _where_select(lax.ne(x1, x1), x1, x2)))
 
 
 def fmax(x1, x2, /):
   """Elementwise maximum that ignores NaNs (unless both are NaN)."""
   x1, x2 = util.promote_args("fmax", x1, x2)
   # greater/less order complex values lexicographically, as JAX's fmax/fmin do
-  return _select(lax.bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
+  return _where_select(lax.bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
 def fmin(x1, x2, /):
   """Elementwise minimum that ignores NaNs (unless both are NaN)."""
   x1, x2 = util.promote_args("fmin", x1, x2)
-  return _select(lax.bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
+  return _where_select(lax.bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
 def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
@@ -892,12 +892,18 @@ def _where(condition, x, y):
   util.check_arraylike_or_list("where", condition, x, y)
   condition = _to_bool(util.to_operand(condition))
   x, y = util.promote_dtypes(x, y)
-  out_shape = util.broadcast_shapes(util.shape(condition), util.shape(x), util.shape(y))
+  return _where_select(condition, x, y)
+
+
+def _where_select(pred, x, y):
+  """`_select` as `jnp.where` and the jnp functions JAX builds on it do it: an empty
+  result is the broadcast `x`, selected from nothing, so only `x` carries a tangent and
+  a dependence there (the jvp of nanmean([]) is 0, not nan; reverse mode through
+  `fmin` of an empty while_loop output never reaches the loop)."""
+  out_shape = util.broadcast_shapes(util.shape(pred), util.shape(x), util.shape(y))
   if 0 in out_shape:
-    # JAX returns the broadcast `x` for an empty result instead of selecting, so
-    # only `x` carries a tangent there (e.g. jvp of nanmean([]) is 0, not nan).
     return util.broadcast_to(x, out_shape)
-  return _select(condition, x, y)
+  return _select(pred, x, y)
 
 
 def select(condlist, choicelist, default=0):
@@ -1017,19 +1023,19 @@ def frexp(x, /):
   # Subnormals: scale into the normal range first, and account for it after.
   subnormal = lax.bitwise_and(lax.ne(x, _constant_like(x, 0)),
                               lax.lt(lax.abs(x), _constant_like(x, dtypes.finfo(dt).tiny)))
-  xs = _select(subnormal, lax.mul(x, _constant_like(x, 2.0 ** nmant)), x)
+  xs = _where_select(subnormal, lax.mul(x, _constant_like(x, 2.0 ** nmant)), x)
   bits = lax.bitcast_convert_type(xs, udt)
   field = lax.bitwise_and(lax.shift_right_logical(bits, util.convert(nmant, udt)),
                           util.convert(exp_mask, udt))
   e = lax.sub(util.convert_element_type(field, np.int32), np.int32(bias - 1))
-  e = _select(subnormal, lax.sub(e, np.int32(nmant)), e)
+  e = _where_select(subnormal, lax.sub(e, np.int32(nmant)), e)
   # Keep sign and fraction; set the exponent field to that of 0.5.
   keep = util.convert(~np.array(exp_mask << nmant, udt), udt)
   mbits = lax.bitwise_or(lax.bitwise_and(bits, keep), util.convert((bias - 1) << nmant, udt))
   mant = lax.bitcast_convert_type(mbits, dt)
   special = lax.bitwise_or(lax.eq(x, _constant_like(x, 0)),
                            lax.bitwise_not(lax.is_finite(x)))
-  return _select(special, x, mant), _select(special, np.int32(0), e)
+  return _where_select(special, x, mant), _where_select(special, np.int32(0), e)
 
 
 def ldexp(x1, x2, /):

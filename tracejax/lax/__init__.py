@@ -19,9 +19,10 @@ from tracejax._src.core.trace import Primitive as _Primitive
 # Families in the order of DESIGN.md §3, then any other module of `_src/lax/`
 # (e.g. misc.py) alphabetically: a new family file is picked up without editing
 # this list. `utils` (rule factories) and `reference*` (NumPy test oracles) are
-# not API. Structured control flow is its own package.
+# not API, and the `linalg*` families are public only as `jax.lax.linalg` (JAX has no
+# `jax.lax.cholesky`). Structured control flow is its own package.
 _ORDER = ("elementwise", "special", "structural", "slicing", "reductions", "dot", "convolution",
-          "windowed", "sort", "fft", "linalg", "random_bits", "parallel")
+          "windowed", "sort", "fft", "random_bits", "parallel")
 _NOT_API = frozenset({"utils", "reference"})
 
 
@@ -29,7 +30,8 @@ def _families():
   import pkgutil
   import tracejax._src.lax as src_lax
   present = {m.name for m in pkgutil.iter_modules(src_lax.__path__)
-             if m.name not in _NOT_API and not m.name.startswith(("_", "reference"))}
+             if m.name not in _NOT_API
+             and not m.name.startswith(("_", "reference", "linalg"))}
   names = [n for n in _ORDER if n in present] + sorted(present - set(_ORDER))
   mods = [f"tracejax._src.lax.{n}" for n in names]
   if _exists("tracejax._src.control_flow"):

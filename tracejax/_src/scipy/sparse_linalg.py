@@ -330,8 +330,8 @@ def _cycle_incremental(matvec, v0, beta, ptol, restart, dtype):
   R = jnp.where(used[:, None] & used[None, :], R, jnp.eye(restart, dtype=dtype))
   diag_zero = jnp.diagonal(R) == 0
   R = R + jnp.diag(diag_zero.astype(dtype))
-  y = lax.triangular_solve(R, jnp.where(used, g[:restart], 0)[:, None], left_side=True,
-                           lower=False)[:, 0]
+  y = lax.linalg.triangular_solve(R, jnp.where(used, g[:restart], 0)[:, None], left_side=True,
+                                  lower=False)[:, 0]
   return jnp.matmul(y, V[:restart], precision=_HIGHEST)
 
 

@@ -344,3 +344,22 @@ def test_empty_select_of_a_while_output_needs_no_loop_transpose(fn):
   for g, v in cases:
     with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
       jax.jacrev(g)(v)
+
+
+# ---- run 10 (seeds 322-323) ----
+
+def test_vjp_of_a_jit_keeps_the_jit_output_weak_types():
+  # seed 322 #653: vjp(jit(jacrev(lambda x: lax.pow(x, x))), 2.0). The jitted gradient
+  # is weakly typed (its final add_any takes its first operand's type) while the eager
+  # one is not; JAX runs the known part of a jit under vjp as a jit, so its primal
+  # outputs keep the jit's types: weak, 6.772589 and cotangent 6.733495 (x64 off).
+  f = lambda x: jax.lax.pow(x, x)
+  assert not jax.grad(f)(2.0).weak_type
+  assert jax.jit(jax.grad(f))(2.0).weak_type
+  out, pull = jax.vjp(jax.jit(jax.jacrev(f)), 2.0)
+  (ct,) = pull(jnp.ones_like(out) * 0.5)
+  assert out.weak_type and ct.weak_type
+  np.testing.assert_allclose(out, 6.772589, rtol=1e-6)
+  np.testing.assert_allclose(ct, 6.733495, rtol=1e-6)
+  assert jax.vjp(jax.jit(jax.grad(f)), 2.0)[0].weak_type
+  assert not jax.vjp(jax.grad(f), 2.0)[0].weak_type

@@ -424,6 +424,11 @@ def _linearize_call(jvp_trace, call_jaxpr, primals, tangents):
     kvals[:len(known_outs)] = [
         _literal_array(v) if type(v) is ir.Literal else k
         for v, k in zip(known_jaxpr.outvars, kvals[:len(known_outs)])]
+    # JAX runs the known part as a jit, whose outputs have the staged types; bound op
+    # by op they can differ in weak type alone (add_any's abstract eval keeps its first
+    # operand's, its eager result does not): retype such outputs as the jit would.
+    kvals = [_weak_typed_as(k, v.aval) if type(v) is ir.Var else k
+             for v, k in zip(known_jaxpr.outvars, kvals)]
   kvals_it = iter(kvals[len(known_outs):])
   res_vals = [next(kvals_it) if k else r for r, k in zip(res, known_res)]
   tt = pe.tangent_trace
@@ -460,6 +465,14 @@ def _mark_call_region(eqns, start):
     new = _CallEqn(e.invars, e.outvars, e.primitive, e.params, e.source_info)
     new.call = call
     eqns[i] = new
+
+
+def _weak_typed_as(x, aval):
+  """`x` with `aval`'s weak type (`x` unchanged when it already has it)."""
+  xa = _aval_of(x)
+  if getattr(xa, "weak_type", False) == aval.weak_type or xa.dtype != aval.dtype:
+    return x
+  return weak_retype_p.bind(x, weak_type=aval.weak_type)
 
 
 def _literal_array(lit):

@@ -157,6 +157,13 @@ def test_deliberate_host_passthrough_cases():
   j = _ok(_leaf(np.int64(0), weak="host"))
   t = _ok(_leaf(np.int32(0), weak=True))
   assert F.deliberate("jax.vjp(lambda d: f0(d), a[0])", j, t) == "jax-host-passthrough"
+  # seed 322 #1599: JAX's fori_loop returns a loop-invariant Python float carry itself
+  j = _err("TypeError", "'float' object is not subscriptable")
+  src = "lax.fori_loop(0, 1, lambda i, v: (lambda v: v)(v), x0); v0[...]"
+  t = _ok(_leaf(np.float32(2.0), weak=True))
+  assert F.deliberate(src, j, t) == "jax-host-passthrough"
+  assert F.deliberate("jnp.sin(x0)[...]", j, t) is None
+  assert lax.fori_loop(0, 1, lambda i, v: v, 2.0)[...].weak_type
 
 
 # ------------------------------------------------------------------ dead code
@@ -482,7 +489,13 @@ def test_more_run5_deliberate_entries():
   j = _err("OverflowError", "cannot convert float infinity to integer")
   assert F.deliberate("lax.cumlogsumexp(v0, axis=0)", j, t) == "cumlogsumexp-int"
   assert F.deliberate("lax.cumsum(v0, axis=0)", j, t) is None
-  assert F.deliberate("lax.cumlogsumexp(v0)", _ok(_leaf(np.zeros(2, np.int32))), t) is None
+  # seed 322 #1850: vmap(grad(jit(f))) with an unused cumlogsumexp of an empty int array:
+  # JAX's result (a gradient of another input) is not empty. (JAX cannot get past a
+  # non-empty int array: -inf as an int is its OverflowError at trace time.)
+  assert F.deliberate("lax.cumlogsumexp(v0)", _ok(_leaf(np.zeros(2, np.float32))), t) == \
+      "cumlogsumexp-int"
+  assert F.deliberate("lax.cumlogsumexp(v0)", _ok(_leaf(np.zeros(2, np.float32))),
+                      _err("TypeError", "cumsum does not accept dtype bool")) is None
   with pytest.raises(TypeError, match="cumlogsumexp does not accept dtype int32"):
     lax.cumlogsumexp(np.zeros((0, 2), np.int32), axis=0)
 

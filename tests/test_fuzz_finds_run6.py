@@ -363,3 +363,30 @@ def test_vjp_of_a_jit_keeps_the_jit_output_weak_types():
   np.testing.assert_allclose(ct, 6.733495, rtol=1e-6)
   assert jax.vjp(jax.jit(jax.grad(f)), 2.0)[0].weak_type
   assert not jax.vjp(jax.grad(f), 2.0)[0].weak_type
+
+
+def test_scan_transpose_keeps_an_unused_outputs_cotangent_symbolic():
+  # seed 322 #1620: jacrev(jacfwd(lambda x: lax.map(jnp.square, x))) at a -inf input.
+  # The transposed scan multiplied the instantiated zero cotangent of the unused primal
+  # output by its residual (0 * -inf = nan); JAX transposes with it symbolically zero.
+  x = np.array([1.0, -np.inf], np.float32)
+  f = lambda v: jax.lax.map(jnp.square, v)
+  want = np.zeros((2, 2, 2), np.float32)
+  want[0, 0, 0] = want[1, 1, 1] = 2.
+  np.testing.assert_array_equal(jax.jacrev(jax.jacfwd(f))(x), want)
+  np.testing.assert_array_equal(jax.jacfwd(jax.jacfwd(f))(x), want)
+  t0 = np.array([1., 0.], np.float32)
+  g = lambda v: jax.jvp(f, (v,), (t0,))[1]
+  np.testing.assert_array_equal(jax.jacrev(g)(x), [[2., 0.], [0., 0.]])
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "symmetric", "reflect", "wrap",
+                                  "linear_ramp", "maximum", "mean", "median", "empty"])
+def test_pad_of_a_0d_array_returns_it_and_grad_stays_weak(mode):
+  # seed 322 #2410: JAX's jnp.pad returns a 0-d array itself (there is no axis to pad),
+  # so grad of a weak scalar through it is weak: 1.0, weak_type=True.
+  g = jax.grad(lambda d: jnp.sum(jnp.pad(d, 2, mode=mode)))(0.0)
+  assert g.weak_type and float(g) == 1.0
+  out = jnp.pad(np.float32(3.0), 1, mode=mode)
+  assert out.shape == () and isinstance(out, jax.Array)
+  assert mode == "empty" or float(out) == 3.0

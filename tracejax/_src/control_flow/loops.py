@@ -16,7 +16,7 @@ from tracejax._src.core import ir
 from tracejax._src.core import trace as trace_mod
 from tracejax._src.core.avals import ShapedArray
 from tracejax._src.core.trace import Primitive, Tracer, is_concrete, set_current_trace
-from tracejax._src.interpreters import ad, batching, lowering
+from tracejax._src.interpreters import ad, batching, lowering, staging
 from tracejax._src.interpreters.lowering import hlo, ir as mlir_ir
 
 
@@ -736,8 +736,15 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, l
   x_lin = [ad.is_undefined_primal(x) for x in xs]
   out_avals = _scan_abstract_eval(jaxpr=jaxpr, length=length, num_consts=nconst,
                                   num_carry=ncar)
-  cts = [ad.zeros_like_aval(a) if type(c) is ad.Zero else c for c, a in zip(cts, out_avals)]
-  ct_carry, ct_ys = cts[:ncar], cts[ncar:]
+  # A y whose cotangent is zero is dropped from the body before transposing (as JAX
+  # transposes with it symbolically zero): instantiated, the zeros would meet the
+  # body's residuals (0 * inf is NaN in the gradient of a jvp's unused primal output).
+  y_nz = [type(c) is not ad.Zero for c in cts[ncar:]]
+  if not all(y_nz):
+    jaxpr, _ = staging.dce_jaxpr(jaxpr, [True] * ncar + y_nz)
+  ct_carry = [ad.zeros_like_aval(a) if type(c) is ad.Zero else c
+              for c, a in zip(cts[:ncar], out_avals)]
+  ct_ys = [c for c, nz in zip(cts[ncar:], y_nz) if nz]
   tj, tconsts = ad.transpose_jaxpr(jaxpr, c_lin + [True] * ncar + x_lin)
   known_c = [c for c, l in zip(consts, c_lin) if not l]
   known_x = [x for x, l in zip(xs, x_lin) if not l]

@@ -87,6 +87,10 @@ def pad(array, pad_width, mode="constant", **kwargs):
   unsupported = set(kwargs) - _MODE_KWARGS[mode]
   if unsupported:
     raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
+  if nd == 0:
+    # nothing to pad: JAX returns the 0-d array itself (no pad, so grad's cotangent
+    # keeps its weak type; a pad's transpose would make it strong)
+    return util.fresh_array(x)
   if mode in ("constant", "empty"):
     values = kwargs.get("constant_values", 0) if mode == "constant" else 0
     if util.ndim(values) == 0:

@@ -471,6 +471,28 @@ def test_worker_replies_survive_c_level_stdout_noise():
     p.wait(10)
 
 
+def test_a_hung_tracejax_worker_is_restarted(monkeypatch):
+  # Run 10, seed 323 #522: pinv of a non-finite float64 matrix never returned from
+  # LAPACK's SVD, in JAX and in tracejax alike; the in-process alarm cannot interrupt C
+  # code, so the x64 run stopped there. tracejax now runs in a worker as JAX does: one
+  # that does not answer within the read timeout is killed and restarted.
+  monkeypatch.setenv("FUZZ_CACHE_DIR", "")
+  w = F.JaxWorker(False, python=sys.executable, timeout=11, lib="tracejax")
+  try:
+    hang = ("import signal, time\ndef main(x):\n"
+            "  signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])\n"
+            "  time.sleep(120)\n  return x\n")
+    w.send(hang, [{"py": 1.5}])
+    died = w.receive()
+    assert died["exc"] == "WorkerDied" and died["msg"] == "tracejax worker"
+    assert F.compare(died, dict(died, msg="jax worker")) is None   # both hang: agree
+    assert F.compare(_ok(_leaf(np.float32(1))), died) == "timeout:tracejax"
+    w.send("def main(x):\n  return x * 2\n", [{"py": 1.5}])
+    assert w.receive()["ok"]
+  finally:
+    w.close()
+
+
 def test_more_run5_deliberate_entries():
   # seed 312 #2553: vjp at an empty bool array of imag(x ^ 7): JAX computes on the host
   # from the untraced input (strong int32); tracejax traces it (weak).

@@ -192,6 +192,11 @@ def worker_main():
   else:
     import tracejax
     tracejax.config.update("jax_enable_x64", x64)
+    tracejax.config.update("jax_threefry_partitionable", os.environ.get("FUZZ_TFP") == "1")
+    cache = os.environ.get("FUZZ_CACHE_DIR", "/tmp/fuzz_vs_jax_cache")
+    if cache:
+      tracejax.config.update("tracejax_cache_dir", os.path.join(cache, "tracejax"))
+      tracejax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   ns = bind_library(which)
   # Stray output must not corrupt the protocol: Python prints go to stderr, and so does
   # file descriptor 1 itself (LAPACK's xerbla writes "** On entry to SLASCL ..." there

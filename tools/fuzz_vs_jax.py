@@ -44,10 +44,14 @@ TOL = {"float16": (2e-2, 2e-3), "bfloat16": (5e-2, 1e-2), "float32": (1e-4, 1e-5
 
 
 class JaxWorker:
-  """Real JAX in a separate interpreter, one JSON request/reply per line."""
+  """Real JAX (or, with lib="tracejax", tracejax) in a separate interpreter, one JSON
+  request/reply per line. A program that hangs inside XLA (LAPACK's SVD of some
+  non-finite matrices never returns) cannot be interrupted in-process; a worker that
+  does not answer in time is killed and restarted instead."""
 
-  def __init__(self, x64, python=None, timeout=90, tfp=False):
+  def __init__(self, x64, python=None, timeout=90, tfp=False, lib="jax"):
     self.tfp = tfp
+    self.lib = lib
     self.python = python or os.environ.get("JAX_PYTHON", DEFAULT_JAX_PYTHON)
     self.x64 = x64
     self.timeout = timeout
@@ -55,14 +59,14 @@ class JaxWorker:
     self._start()
 
   def _start(self):
-    env = dict(os.environ, FUZZ_X64="1" if self.x64 else "0", FUZZ_LIB="jax",
+    env = dict(os.environ, FUZZ_X64="1" if self.x64 else "0", FUZZ_LIB=self.lib,
                JAX_PLATFORMS="cpu", FUZZ_TFP="1" if self.tfp else "0", JAX_ENABLE_X64="1" if self.x64 else "0")
     self.proc = subprocess.Popen([self.python, os.path.join(HERE, "_fuzz_common.py"),
                                   "--worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, text=True, env=env, cwd=HERE)
     line = self._read(300)
     if line is None or "ready" not in line:
-      raise RuntimeError(f"JAX worker ({self.python}) did not start")
+      raise RuntimeError(f"{self.lib} worker ({self.python}) did not start")
 
   def _read(self, timeout):
     r, _, _ = select.select([self.proc.stdout], [], [], timeout)
@@ -81,7 +85,8 @@ class JaxWorker:
     if line is None:  # hung or crashed: restart and report
       self.close()
       self._start()
-      return {"ok": False, "exc": "WorkerDied", "mro": ["WorkerDied"], "msg": "jax worker"}
+      return {"ok": False, "exc": "WorkerDied", "mro": ["WorkerDied"],
+              "msg": f"{self.lib} worker"}
     return json.loads(line)
 
   def close(self):
@@ -120,11 +125,13 @@ class Runner:
     tracejax.config.update("jax_threefry_partitionable", tfp)
     _use_compile_cache(tracejax.config, "tracejax_cache_dir")
     self.tj = tracejax
-    self.ns = C.bind_library("tracejax")
+    self.ns = C.bind_library("tracejax")  # in-process for tracing only (`infer`)
     self.x64 = x64
     self.timeout = timeout
     self.jax = JaxWorker(x64, tfp=tfp)
-    self.count = 0
+    # the programs run in a worker as JAX's do (so that a hang inside XLA is survivable),
+    # with the same read timeout
+    self.tracejax = JaxWorker(x64, python=sys.executable, tfp=tfp, lib="tracejax")
 
   def infer(self, prog):
     """{name: (shape, dtype)} of every op result, by tracejax's eval_shape."""
@@ -134,15 +141,8 @@ class Runner:
     src = G.render(prog)
     inputs = G.make_inputs(prog)
     self.jax.send(src, inputs)
-    t = C.run_program(self.ns, src, inputs, self.timeout)
-    j = self.jax.receive()
-    self.count += 1
-    if self.count % 150 == 0:
-      try:
-        self.tj.clear_caches()
-      except Exception:
-        pass
-    return j, t
+    self.tracejax.send(src, inputs)
+    return self.jax.receive(), self.tracejax.receive()
 
   def classify(self, prog):
     j, t = self.run_both(prog)
@@ -150,6 +150,7 @@ class Runner:
 
   def close(self):
     self.jax.close()
+    self.tracejax.close()
 
 
 def _same_exc(j, t):

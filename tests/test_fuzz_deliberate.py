@@ -761,3 +761,21 @@ def test_fused_atan2_zero_found_by_rerunning_without_jit():
   assert not F._fused_atan2_zero(Runner((zero, zero)), other, "value-nan")
   # eagerly atan2(0, 0) is 0 (under jit it is XLA's to decide: NaN with jaxlib 0.10.2)
   assert jnp.arctan2(jnp.asarray(4) % 0, jnp.asarray(4) % 0) == 0
+
+
+def test_the_documented_list_and_the_fuzzers_tests_name_the_same_differences():
+  # Every name the fuzzer counts (a DELIBERATE test, or a causal rerun's verdict) has its
+  # reasoned entry in README.md's "Deliberate differences from JAX", and no entry lacks
+  # a test.
+  import re
+  with open(os.path.join(os.path.dirname(F.__file__), os.pardir, "README.md")) as fh:
+    readme = fh.read()
+  start = readme.index("## Deliberate differences from JAX")
+  section = readme[start:readme.index("\n## ", start + 1)]
+  documented = set(re.findall(r"^\* `([a-z0-9-]+)`", section, re.M))
+  with open(F.__file__) as fh:
+    src = fh.read()
+  reruns = src[src.index("def _found_by_rerun"):src.index("DELIBERATE = [")]
+  counted = {n for n, _ in F.DELIBERATE} | set(re.findall(r'return "([a-z0-9-]+)"', reruns))
+  assert "xla-fused-atan2-zero" in counted and "jax-float0-crash" in counted
+  assert counted == documented, (sorted(counted - documented), sorted(documented - counted))

@@ -164,6 +164,21 @@ def test_deliberate_host_passthrough_cases():
   assert F.deliberate(src, j, t) == "jax-host-passthrough"
   assert F.deliberate("jnp.sin(x0)[...]", j, t) is None
   assert lax.fori_loop(0, 1, lambda i, v: v, 2.0)[...].weak_type
+  # seed 324 #2079/#2264: JAX's eager stop_gradient and checkpoint return a Python scalar
+  # input as its typed host scalar (TypedFloat: weak, no `.at`); here a weak Array
+  j = _err("AttributeError", "'TypedFloat' object has no attribute 'at'")
+  src = "lax.stop_gradient(x0); v0.at[...].set(v0, mode='clip')"
+  assert F.deliberate(src, j, _ok(_leaf(np.float32(-1.5), weak=True))) == \
+      "jax-host-passthrough"
+  assert F.deliberate("jnp.sin(x0).at[0].set(1)", j, _ok(_leaf(True))) is None
+  j = _ok(dict(_leaf(np.float32(2.0)), weak="py:TypedFloat"),
+          _leaf(np.float32(0.0), weak="host:weak"))
+  src = "jax.checkpoint(f1); jax.vjp(lambda d: f0(d), a[0])"
+  t = _ok(_leaf(np.float32(2.0), weak=True), _leaf(np.float32(0.0), weak=True))
+  assert F.deliberate(src, j, t) == "jax-host-passthrough"
+  t = _ok(_leaf(np.float32(3.0), weak=True), _leaf(np.float32(0.0), weak=True))
+  assert F.deliberate(src, j, t) is None                       # another value
+  assert lax.stop_gradient(-1.5).at[...].set(2.0).weak_type
 
 
 # ------------------------------------------------------------------ dead code

@@ -315,6 +315,10 @@ def _host_holds(a, b, src=""):
   type."""
   if "vjp" in src and a.get("weak") == "host" and b.get("weak") is True:
     return _same_host_value(a, b)
+  if str(a.get("weak")).startswith("py:Typed") and b.get("weak") is True:
+    # JAX's typed host scalar (TypedFloat/TypedInt/TypedComplex: weak, with a dtype),
+    # as its eager stop_gradient/checkpoint return a Python scalar input
+    return _same_host_value(a, b)
   return a.get("weak") in ("host", "host:weak") and \
       b.get("weak") is (a["weak"] == "host:weak") and _same_host_value(a, b)
 
@@ -598,9 +602,13 @@ DELIBERATE = [
         or _host_holds(a, b, src) for a, b in zip(j["leaves"], t["leaves"])) or (
         # `.at` of JAX's NumPy passthrough: a no-op reshape, a loop-invariant carry
         # (or a later error of tracejax's: jacrev of a bool result)
-        any(op in src for op in ("reshape", "while_loop", "fori_loop", "scan("))
+        any(op in src for op in ("reshape", "while_loop", "fori_loop", "scan(",
+                                 "stop_gradient", "checkpoint"))
         and (t["ok"] or _texc(t, "TypeError", "jacrev requires real-valued outputs"))
-        and _jexc(j, "AttributeError", "'numpy.ndarray' object has no attribute 'at'")) or (
+        and (_jexc(j, "AttributeError", "'numpy.ndarray' object has no attribute 'at'")
+             # (eager stop_gradient/checkpoint of a host value: JAX's typed host value)
+             or _jexc(j, "AttributeError", "object has no attribute 'at'")
+             and "'Typed" in j["msg"])) or (
         # indexing such a carry when it is a Python scalar input
         any(op in src for op in ("while_loop", "fori_loop", "scan(")) and t["ok"]
         and _jexc(j, "TypeError", "object is not subscriptable"))),

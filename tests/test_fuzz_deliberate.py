@@ -794,3 +794,36 @@ def test_the_documented_list_and_the_fuzzers_tests_name_the_same_differences():
   counted = {n for n, _ in F.DELIBERATE} | set(re.findall(r'return "([a-z0-9-]+)"', reruns))
   assert "xla-fused-atan2-zero" in counted and "jax-float0-crash" in counted
   assert counted == documented, (sorted(counted - documented), sorted(documented - counted))
+
+
+def test_half_precision_noise_found_by_rerunning_in_float32():
+  # seed 324 #4249: jacrev of zeta(x, x) in bfloat16 at x = 0.1099: JAX -0.625, tracejax
+  # -0.703 (-0.586 jitted), float32 -0.7414 on both sides.
+  prog = {"inputs": [{"dtype": "bfloat16", "shape": [1], "kind": "normal"}],
+          "ops": [{"t": "jax.scipy.special.zeta({0}, {1})", "a": ["x0", "x0"]}],
+          "out": "v0", "stack": [{"t": "jacrev", "argnums": 0}], "seed": 1}
+  import ml_dtypes
+  bf = lambda v: _ok(_leaf(np.array([v], np.float32).astype(ml_dtypes.bfloat16)))
+  f32 = lambda v: _ok(_leaf(np.array([v], np.float32)))
+
+  class Runner:
+    def __init__(self, j32, t32):
+      self.j32, self.t32, self.seen = j32, t32, []
+
+    def classify(self, p):
+      self.seen.append(p)
+      return F.compare(self.j32, self.t32), self.j32, self.t32
+
+  r = Runner(f32(-0.7414298), f32(-0.74142957))
+  assert F._half_precision_noise(r, prog, "value-close", bf(-0.625))
+  assert r.seen[0]["inputs"][0]["dtype"] == "float32"
+  assert F._found_by_rerun(r, prog, "value-close", bf(-0.625)) == "half-precision-noise"
+  # JAX's half answer near its float32 one: tracejax's is the one off, not counted
+  assert not F._half_precision_noise(r, prog, "value-close", bf(-0.742))
+  # the two disagree in float32 too
+  assert not F._half_precision_noise(Runner(f32(-0.74), f32(-0.5)), prog, "value-close",
+                                     bf(-0.625))
+  # not a half-precision program, or not a value difference
+  p32 = dict(prog, inputs=[dict(prog["inputs"][0], dtype="float32")])
+  assert not F._half_precision_noise(r, p32, "value-close", bf(-0.625))
+  assert not F._half_precision_noise(r, prog, "weak_type", bf(-0.625))

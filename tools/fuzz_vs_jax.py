@@ -472,6 +472,36 @@ def _vjp_of_python_int(prog, cat):
   return False
 
 
+def _half_precision_noise(runner, prog, cat, j):
+  """Whether a value difference of a float16/bfloat16 program is rounding noise that
+  makes neither answer meaningful: rerun with those inputs in float32, both sides agree,
+  and JAX's own half-precision answer is farther from that float32 answer than the
+  half-precision tolerance (a long formula, such as zeta's series differentiated
+  through, loses all its digits in 8 bits; where each system rounds follows its fusion
+  and its op order)."""
+  half = ("float16", "bfloat16")
+  if not cat.startswith("value") or not j.get("ok") or not any(
+      x.get("dtype") in half for x in prog["inputs"]):
+    return False
+  inputs = [dict(x, dtype="float32") if x.get("dtype") in half else x
+            for x in prog["inputs"]]
+  try:
+    c32, j32, _ = runner.classify(dict(prog, inputs=inputs))
+  except Exception:
+    return False
+  if c32 is not None or not j32["ok"] or len(j32["leaves"]) != len(j["leaves"]):
+    return False
+  far = False
+  for a, b in zip(j["leaves"], j32["leaves"]):
+    if a["dtype"] not in half or a.get("shape") != b.get("shape"):
+      continue
+    x = np.asarray(C.decode_input(a), np.float32)
+    y = np.asarray(C.decode_input(b), np.float32)
+    rtol, atol = TOL[a["dtype"]]
+    far = far or not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True)
+  return far
+
+
 def _fused_atan2_zero(runner, prog, cat):
   """Whether a NaN-versus-number difference of a program with `arctan2` goes away with
   every jit disabled on both sides: XLA's fused atan2 gives NaN for (0, 0) in some
@@ -510,6 +540,8 @@ def _found_by_rerun(runner, prog, cat, j):
     return "jit-dependent-rounding"
   if _fused_atan2_zero(runner, prog, cat):
     return "xla-fused-atan2-zero"
+  if _half_precision_noise(runner, prog, cat, j):
+    return "half-precision-noise"
   if _cholesky_nonfinite_is_the_cause(runner, prog):
     return "cholesky-nan-input"
   return None

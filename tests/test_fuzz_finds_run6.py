@@ -390,3 +390,24 @@ def test_pad_of_a_0d_array_returns_it_and_grad_stays_weak(mode):
   out = jnp.pad(np.float32(3.0), 1, mode=mode)
   assert out.shape == () and isinstance(out, jax.Array)
   assert mode == "empty" or float(out) == 3.0
+
+
+def test_conv_of_bools_is_an_or_of_ands():
+  # seed 325 #3163: JAX 0.10.2 convolves bool arrays (XLA's pred convolution: each output
+  # is True where some window position has both operands True); tracejax refused them.
+  x = np.array([[[True, False, False, False, True]]])
+  k = np.array([[[True, False, True]]])
+  conv = lambda a, b, pad: jax.lax.conv_general_dilated(a, b, (1,), pad)
+  for f in (conv, jax.jit(conv, static_argnums=2)):
+    out = f(x, k, "SAME")
+    assert out.dtype == np.bool_
+    np.testing.assert_array_equal(out, [[[False, True, False, True, False]]])
+    np.testing.assert_array_equal(f(x, k, "VALID"), [[[True, False, True]]])
+    np.testing.assert_array_equal(f(x, np.array([[[True, True, False]]]), "VALID"),
+                                  [[[True, False, False]]])
+  v = np.array([[4, 9, 7], [1, 2, 0], [6, 0, 8]], np.uint32) > np.array(
+      [[6, 8, 4], [0, 0, 8], [4, 3, 8]], np.uint32)
+  out = jax.lax.conv_general_dilated(v[None], jnp.ones((2, 3, 2), v.dtype), (1,), "SAME")
+  np.testing.assert_array_equal(out, np.ones((1, 2, 3), bool))
+  batched = jax.vmap(lambda a: conv(a, k, "VALID"))(np.stack([x, ~x]))
+  np.testing.assert_array_equal(batched[1], conv(~x, k, "VALID"))

@@ -331,8 +331,6 @@ CONV_ERRORS = [
      ValueError, "window_strides must have one entry"),
     ("dtypes", lambda: C.conv(_l4, np.zeros((6, 4, 3, 3), np.int32), (1, 1), "SAME"),
      TypeError, "same dtypes"),
-    ("bool", lambda: C.conv(_l4 > 0, np.zeros((6, 4, 3, 3), bool), (1, 1), "SAME"),
-     TypeError, "does not accept dtype bool"),
     ("padding_string", lambda: C.conv(_l4, np.zeros((6, 4, 3, 3), np.float32), (1, 1),
                                       "FULL"), ValueError, "Unknown padding type"),
     ("negative_pad", lambda: C.conv_general_dilated(_l4, np.zeros((6, 4, 3, 3), np.float32),

@@ -317,7 +317,8 @@ def _conv_general_dilated_shape_rule(lhs, rhs, *, window_strides, padding, lhs_d
 
 
 def _conv_general_dilated_dtype_rule(lhs, rhs, *, preferred_element_type=None, **_):
-  utils.check_dtypes("conv_general_dilated", utils._num, lhs, rhs)
+  # bool too (JAX: an OR of ANDs over each window, as XLA computes a pred convolution)
+  utils.check_dtypes("conv_general_dilated", utils._any, lhs, rhs)
   utils.check_same_dtypes("conv_general_dilated", lhs, rhs)
   if preferred_element_type is None:
     return lhs.dtype

@@ -411,3 +411,35 @@ def test_conv_of_bools_is_an_or_of_ands():
   np.testing.assert_array_equal(out, np.ones((1, 2, 3), bool))
   batched = jax.vmap(lambda a: conv(a, k, "VALID"))(np.stack([x, ~x]))
   np.testing.assert_array_equal(batched[1], conv(~x, k, "VALID"))
+
+
+def test_scatter_of_a_host_float_into_ints_converts_as_xla():
+  # seed 324 #5429: count_nonzero(...).at[[0, 0]].set(complex64 nan): JAX writes 0 (XLA's
+  # conversion: real part, NaN to 0, saturation at the bounds); NumPy's cast gave the
+  # minimum. JAX 0.10.2, x64 off, values for every integer dtype:
+  a = np.array([-1.5, 300.5, np.nan, np.inf, -np.inf, 3e10, -3e10, 2.7, -2.7], np.float32)
+  want = {np.uint8: [0, 255, 0, 255, 0, 255, 0, 2, 0],
+          np.int8: [-1, 127, 0, 127, -128, 127, -128, 2, -2],
+          np.int32: [-1, 300, 0, 2147483647, -2147483648, 2147483647, -2147483648, 2, -2],
+          np.uint32: [0, 300, 0, 4294967295, 0, 4294967295, 0, 2, 0]}
+  for dt, w in want.items():
+    np.testing.assert_array_equal(jnp.zeros(9, dt).at[:].set(a), np.array(w, dt))
+  v = jnp.count_nonzero(np.ones((3, 1), np.float32), axis=0)
+  out = v.at[np.array([0, 0])].set(np.array(complex(np.nan, 0), np.complex64))
+  assert out.dtype == np.int32 and out.tolist() == [0]
+  z = jnp.zeros(1, jnp.int32)
+  assert z.at[0].set(np.complex64(complex(-np.inf, 1))).tolist() == [-2147483648]
+
+
+def test_power_with_a_python_bool_exponent_is_integer_pow():
+  # seed 325 #4624: value_and_grad of sum(power(x, False)) at [nan, 0.5, -0.]: JAX stages
+  # integer_pow(x, 0) for a Python bool (an int to it), whose derivative is 0 everywhere;
+  # a NumPy bool takes the general pow (nan at nan and -0.).
+  x = np.array([np.nan, 0.5, -0.0], np.float16)
+  g = jax.grad(lambda v: jnp.power(v, False).sum())(x)
+  np.testing.assert_array_equal(g, [0., 0., 0.])
+  np.testing.assert_array_equal(jax.grad(lambda v: jnp.power(v, True).sum())(x), [1, 1, 1])
+  g = jax.grad(lambda v: jnp.power(v, np.bool_(False)).sum())(x)
+  np.testing.assert_array_equal(np.isnan(g), [True, False, True])
+  assert jnp.power(2, True).weak_type and int(jnp.power(2, True)) == 2
+  assert jnp.power(np.array([True, False]), True).tolist() == [1, 0]

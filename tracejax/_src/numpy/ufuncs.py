@@ -212,7 +212,9 @@ def _concrete_int_exponent(x2):
   JAX's `power` stages such exponents as `integer_pow` (repeated multiplication), so
   an eager `power(x, 3)` rounds as `x * x * x` and `power(3, 3)` keeps its weak type.
   """
-  if type(x2) is int or isinstance(x2, np.integer):
+  if type(x2) in (int, bool) or isinstance(x2, np.integer):
+    # (a Python bool is an int to JAX here, so power(x, False) is integer_pow(x, 0),
+    # whose derivative is 0 even at x = 0; a NumPy bool is not)
     return int(x2)
   from tracejax._src.runtime.array import Array
   if type(x2) is Array and x2.ndim == 0 and dtypes.is_integer(x2.dtype):

@@ -172,12 +172,29 @@ def convert(x, dtype, weak_type=False):
     if weak_type:
       # A host bool/int array meeting a weak float (or a bool one a weak int) promotes
       # to a weak type, as in JAX: a weak cast, else the op would come out strong.
-      return convert_element_type(np.asarray(x, dtype), dtype, True)
-    return x if x.dtype == dtype else np.asarray(x, dtype)
+      return convert_element_type(_host_astype(x, dtype), dtype, True)
+    return x if x.dtype == dtype else _host_astype(x, dtype)
   aval = x.aval
   if aval.dtype == dtype and aval.weak_type == bool(weak_type):
     return x
   return convert_element_type(x, dtype, weak_type)
+
+
+def _host_astype(x, dtype):
+  """Host array `x` as `dtype`, converted as XLA converts on the device (and so as JAX
+  gives it): a float or complex to an integer type takes the real part, truncates,
+  makes NaN 0 and saturates at the type's bounds, where NumPy's cast wraps or gives
+  the minimum (`.at[0].set(nan)` into an int32 array writes 0)."""
+  x = np.asarray(x)
+  if x.dtype.kind not in "fc" or dtype.kind not in "iu":
+    return np.asarray(x, dtype)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # (NumPy's ComplexWarning, invalid-value warnings)
+    r = np.real(x).astype(np.float64)
+    info = np.iinfo(dtype)
+    hi, lo = r >= float(info.max), r <= float(info.min)
+    out = np.trunc(np.where(hi | lo | np.isnan(r), 0, r)).astype(dtype)
+    return np.where(hi, info.max, np.where(lo, info.min, out)).astype(dtype)
 
 
 _host_scalar_cache = {}

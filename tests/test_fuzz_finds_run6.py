@@ -443,3 +443,36 @@ def test_power_with_a_python_bool_exponent_is_integer_pow():
   np.testing.assert_array_equal(np.isnan(g), [True, False, True])
   assert jnp.power(2, True).weak_type and int(jnp.power(2, True)) == 2
   assert jnp.power(np.array([True, False]), True).tolist() == [1, 0]
+
+
+def test_xlog1py_rule_computes_its_primal_through_itself():
+  # seed 324 #6316: grad of the primal output of jvp(xlog1py(x, x)) at a weak complex
+  # scalar: JAX's rule gets its primal from xlog1py itself, so the outer derivative uses
+  # the rule again: 1.591972-0.248439j, weak (x64 off).
+  import tracejax.scipy.special as sp
+  x0 = 1 - 0.5j
+  f = lambda d: sp.xlog1py(d, d)
+  jv = lambda d: jax.jvp(f, (d,), (jnp.ones_like(d) * 0.5,))
+  g = jax.grad(lambda d: jnp.real(jv(d)[0]) + jnp.real(jv(d)[1]))(x0)
+  assert g.weak_type and g.dtype == np.complex64
+  np.testing.assert_allclose(g, 1.591972 - 0.248439j, rtol=1e-5)
+  assert jax.grad(lambda d: jnp.real(jax.jvp(lambda e: sp.xlogy(e, e), (d,),
+                                              (0.5 + 0j,))[0]))(x0).weak_type
+
+
+def test_an_empty_fill_read_does_not_depend_on_the_array():
+  # seed 324 #6830: vjp of irfftn(x).at[None].get(mode='fill') for an empty x: JAX's
+  # 'fill' read of nothing is the fill value broadcast, so no cotangent reaches the
+  # inverse FFT (whose transpose has no 1/n scale when empty); other reads gather.
+  x = np.zeros((2, 0), np.float32)
+  for read in (lambda v: v.at[None].get(mode="fill", fill_value=2),
+               lambda v: v.at[jnp.array([0, 1])].get(mode="fill"),
+               lambda v: v.at[:, 1:].get(mode="fill")):
+    out, pull = jax.vjp(lambda v: read(jnp.fft.irfftn(v)), x)
+    assert 0 in out.shape
+    (ct,) = pull(jnp.ones_like(out))
+    assert ct.shape == (2, 0) and ct.dtype == np.float32
+  for read in (lambda v: v[None], lambda v: v.at[None].get(mode="clip")):
+    out, pull = jax.vjp(lambda v: read(jnp.fft.irfftn(v)), x)
+    with pytest.raises(ValueError, match="invalid number of FFT data points"):
+      pull(jnp.ones_like(out))   # (JAX: ZeroDivisionError, documented)

@@ -295,7 +295,9 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
   ix = _index_to_gather(shape, specs)
   dtype = util.dtype_of(x)
   if 0 in ix.out_shape:
-    return _empty_result(x, ix.out_shape)
+    # JAX's 'fill' read of nothing is its fill value broadcast, free of x (so reverse
+    # mode never reaches what made x); its other reads gather, and depend on x
+    return _empty_result(x, ix.out_shape, depends=gmode != _Mode.FILL_OR_DROP)
   ix.check_empty_axes()
   y = x
   if ix.indices is not None:
@@ -647,11 +649,11 @@ def _mask_update(x, idx, y, scatter_op):
   return lax_ew.select(mask, new, x)
 
 
-def _empty_result(x, shape):
+def _empty_result(x, shape, depends=True):
   """The empty result (`shape` has a 0) of a read of `x`: x's dtype and weak type, as
   the gather JAX would do gives."""
   dt = util.dtype_of(x)
-  if isinstance(x, Tracer) and dtypes.is_inexact(dt) and util.ndim(x) > 0:
+  if depends and isinstance(x, Tracer) and dtypes.is_inexact(dt) and util.ndim(x) > 0:
     # Traced, the result still depends on x, as JAX's gather does: derivatives flow
     # through it (as zeros) and reach the rules JAX reaches (reverse mode through a
     # sampler's while_loop raises). The zero sum of an empty slice of x carries that.

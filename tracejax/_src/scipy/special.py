@@ -309,9 +309,11 @@ def _custom_xlog():
   import tracejax.lax as public_lax  # whose dtype errors are JAX's words
   from tracejax._src.custom_derivatives import custom_jvp
   xlogy_ = custom_jvp(_xlogy_impl)
-  xlogy_.defjvp(_xlog_jvp(_xlogy_impl, public_lax.log, False))
   xlog1py_ = custom_jvp(_xlog1py_impl)
-  xlog1py_.defjvp(_xlog_jvp(_xlog1py_impl, public_lax.log1p, True))
+  # the rules compute the primal through the custom function itself, as JAX's do: a
+  # derivative of the primal output (grad of jvp) then uses the rule again
+  xlogy_.defjvp(_xlog_jvp(xlogy_, public_lax.log, False))
+  xlog1py_.defjvp(_xlog_jvp(xlog1py_, public_lax.log1p, True))
   return xlogy_, xlog1py_
 
 

@@ -476,3 +476,15 @@ def test_an_empty_fill_read_does_not_depend_on_the_array():
     out, pull = jax.vjp(lambda v: read(jnp.fft.irfftn(v)), x)
     with pytest.raises(ValueError, match="invalid number of FFT data points"):
       pull(jnp.ones_like(out))   # (JAX: ZeroDivisionError, documented)
+
+
+def test_polyval_of_no_coefficients_still_depends_on_them():
+  # seed 325 #6843 (x64): jvp of digamma(polyval([], 0)): JAX's scan over no coefficients
+  # gives 0 whose tangent is a real zero, so digamma's pole makes it nan (nan, nan).
+  e = np.zeros((0,), np.float32)
+  p, t = jax.jvp(lambda d: jax.lax.digamma(jnp.polyval(d, 0)), (e,), (e,))
+  assert np.isnan(p) and np.isnan(t)
+  for x in (0, 2.0, np.inf, np.array([1., np.inf])):
+    r = jnp.polyval(e, x)
+    assert not r.weak_type and r.dtype == np.float32 and not np.any(r)
+  assert float(jax.grad(lambda x: jnp.polyval(e, x))(np.inf)) == 0.0

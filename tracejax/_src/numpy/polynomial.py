@@ -54,6 +54,12 @@ def polyval(p, x, *, unroll=16):
   coeffs = structural.split(p, (1,) * n, 0) if n else ()
   for c in coeffs:
     y = ufuncs.add(ufuncs.multiply(y, x), util.reshape(c, util.shape(p)[1:]))
+  if not n:
+    # JAX's scan over no coefficients still depends on p and x (its derivatives are
+    # zeros, not symbolic zeros: digamma(polyval([], 0)) has a NaN tangent there, as
+    # in JAX); exact zeros (empty sums) carry that without touching an infinite x.
+    none_of_x = reductions.sum(util.reshape(x, (int(np.prod(util.shape(x))),))[:0])
+    y = ufuncs.add(ufuncs.add(y, reductions.sum(p, axis=0)), none_of_x)
   return y
 
 

@@ -488,3 +488,23 @@ def test_polyval_of_no_coefficients_still_depends_on_them():
     r = jnp.polyval(e, x)
     assert not r.weak_type and r.dtype == np.float32 and not np.any(r)
   assert float(jax.grad(lambda x: jnp.polyval(e, x))(np.inf)) == 0.0
+
+
+# ---- run 12 (seeds 326-327) ----
+
+def test_cond_forwards_an_operand_every_branch_returns():
+  # seed 326 #2809: checkpoint(value_and_grad(f)) at 1 - 0.5j, where f passes x through
+  # lax.cond(True, identity, identity) into checkpoint(sin): JAX forwards the cond's
+  # operand (no cond output, so no transposed identity cond types the cotangent):
+  # 0.948864 and 0.609259+0.438487j, both strong.
+  def f(d):
+    v = jax.lax.cond(True, lambda v: v, lambda v: v, d)
+    return 0.0 + jnp.sum(jnp.real(jax.checkpoint(jnp.sin)(v)))
+  val, g = jax.checkpoint(jax.value_and_grad(f))(1 - 0.5j)
+  assert not val.weak_type and not g.weak_type and g.dtype == np.complex64
+  np.testing.assert_allclose(val, 0.948864, rtol=1e-5)
+  np.testing.assert_allclose(g, 0.609259 + 0.438487j, rtol=1e-5)
+  jaxpr = jax.make_jaxpr(lambda a, b: jax.lax.cond(a > 0, lambda v, w: (w, v + 1),
+                                                    lambda v, w: (w, v), a, b))(1., 2.)
+  assert jaxpr.jaxpr.outvars[0] is jaxpr.jaxpr.invars[1]      # b itself
+  assert len(jaxpr.jaxpr.eqns[-1].outvars) == 1                # only the computed one

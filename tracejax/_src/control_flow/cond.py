@@ -104,8 +104,31 @@ def _switch(index, branches, operands, what):
         ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))],
         branches[::-1] if is_cond else branches, [t[0].out_avals for t in order])
   jaxprs, consts = common.join_consts([(j, c) for j, c, _ in traced])
-  outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
+  # An output every branch returns unchanged from the same traced operand is that
+  # operand, not a cond output (as JAX forwards it): derivatives then skip the cond,
+  # and their types are the operand's (not those of a transposed identity branch).
+  args = list(consts) + leaves
+  fwd = _forwarded_operands(jaxprs, args)
+  if any(k is not None for k in fwd):
+    jaxprs = [ir.Jaxpr(j.constvars, j.invars,
+                       [v for v, k in zip(j.outvars, fwd) if k is None], j.eqns)
+              for j in jaxprs]
+  outs = iter(cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs)))
+  outs = [next(outs) if k is None else args[k] for k in fwd]
   return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _forwarded_operands(jaxprs, args):
+  """Per output: the index of the traced operand every branch returns as it, or None."""
+  from tracejax._src.runtime.array import Array
+  fwd = []
+  for outs in zip(*(j.outvars for j in jaxprs)):
+    srcs = {next((i for i, v in enumerate(j.invars) if v is o), None)
+            for j, o in zip(jaxprs, outs)}
+    k = srcs.pop() if len(srcs) == 1 else None
+    # (a host operand stays a cond output: the result is an Array either way)
+    fwd.append(k if k is not None and isinstance(args[k], (Tracer, Array)) else None)
+  return fwd
 
 
 cond_p = Primitive("cond")

@@ -3,8 +3,9 @@
 Every expected value, type or message was recorded from JAX 0.10.2 (x64 off), not
 computed from it at test time. The file runs unchanged under real JAX when its imports
 are swapped, apart from the half-precision cholesky, which JAX refuses with another
-exception (NotImplementedError), and the unsafe-scatter warning's location (JAX
-attributes it to its own scatter.py; tracejax to the caller's line).
+exception (NotImplementedError), the unsafe-scatter warning's location (JAX
+attributes it to its own scatter.py; tracejax to the caller's line), and the empty
+inverse FFT's transpose (JAX: ZeroDivisionError; here a ValueError, documented).
 """
 import numpy as np
 import pytest
@@ -508,3 +509,28 @@ def test_cond_forwards_an_operand_every_branch_returns():
                                                     lambda v, w: (w, v), a, b))(1., 2.)
   assert jaxpr.jaxpr.outvars[0] is jaxpr.jaxpr.invars[1]      # b itself
   assert len(jaxpr.jaxpr.eqns[-1].outvars) == 1                # only the computed one
+
+
+def test_an_update_of_nothing_leaves_x_exactly_as_it_was():
+  # seed 328 #554: bits.at[1:].mul(float) of a (1,) uint32 array: JAX returns x itself
+  # (1421395077); combining in float32 and casting back rounded it (1421395072). A
+  # non-empty update does round-trip every element in JAX too.
+  v = jnp.array([1421395077, 5], jnp.uint32)
+  with pytest.warns(FutureWarning):
+    assert v.at[2:].mul(2.5).tolist() == [1421395077, 5]
+    assert v.at[v > 1e10].mul(2.5).tolist() == [1421395077, 5]
+    assert v.at[1].mul(2.5).tolist() == [1421395072, 12]
+    assert v.at[v > 100].mul(2.5).tolist() == [3553487616, 5]
+    assert v[:1].at[1:].mul(jnp.exp(v[:1]), mode="clip").tolist() == [1421395077]
+
+
+def test_a_fill_read_is_a_new_array_under_vmap():
+  # seed 329 #353 (x64): vmap(lambda v: v.at[...].get(mode='fill')) of a NumPy input: JAX
+  # gathers for every 'fill' read, so the result is an Array (other reads of `...` hand
+  # the NumPy input back in JAX, a documented host passthrough).
+  x = np.array([[[-0.475], [-1.067], [1.249]]], np.float16)
+  for read in (lambda v: v.at[...].get(mode="fill", fill_value=7),
+               lambda v: v.at[:].get(mode="fill")):
+    out = jax.vmap(read)(x)
+    assert isinstance(out, jax.Array) and out.dtype == np.float16 and not out.weak_type
+    np.testing.assert_array_equal(out, x)

@@ -307,8 +307,10 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
                           fill_value=fill_value)
   if ix.new_axes:
     y = structural.expand_dims(y, ix.new_axes)
-  if y is x and any(isinstance(s, _Slice) and s.step != 1 for s in specs):
-    y = util.fresh_array(y)  # JAX gathers for every strided slice (length <= 1 too)
+  if y is x and (gmode == _Mode.FILL_OR_DROP or
+                 any(isinstance(s, _Slice) and s.step != 1 for s in specs)):
+    # JAX gathers for every 'fill' read and every strided slice (length <= 1 too)
+    y = util.fresh_array(y)
   return y
 
 
@@ -594,6 +596,8 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
     # JAX's cotangent weak types.
     px, py = util.promote_dtypes(x, y)
     if util.dtype_of(px) != dt or util.is_weak(px) != weak:
+      if _selects_nothing(idx, shape):
+        return util.fresh_array(x)  # (JAX returns x itself, not x cast there and back)
       out = _scatter_update(px, idx, py, scatter_op, fun_name,
                             indices_are_sorted=indices_are_sorted,
                             unique_indices=unique_indices, mode=mode,
@@ -632,6 +636,16 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
   return scatter_op(x, ix.indices, y, sdnums,
                     indices_are_sorted=indices_are_sorted or ix.sorted,
                     unique_indices=unique_indices or ix.unique, mode=mode)
+
+
+def _selects_nothing(idx, shape):
+  """Whether `x[idx]` is known to be empty (a concrete all-False mask selects nothing)."""
+  if isinstance(idx, _array_types) and util.dtype_of(idx) == np.bool_:
+    return not isinstance(idx, Tracer) and not np.any(np.asarray(idx))
+  try:
+    return 0 in _index_to_gather(shape, _parse(idx, shape)).out_shape
+  except Exception:  # (the update itself reports a bad index)
+    return False
 
 
 def _mask_update(x, idx, y, scatter_op):

@@ -827,3 +827,21 @@ def test_half_precision_noise_found_by_rerunning_in_float32():
   p32 = dict(prog, inputs=[dict(prog["inputs"][0], dtype="float32")])
   assert not F._half_precision_noise(r, p32, "value-close", bf(-0.625))
   assert not F._half_precision_noise(r, prog, "weak_type", bf(-0.625))
+
+
+def test_deliberate_mask_update_select():
+  # seed 330 #437: jacfwd(jit(f)) where f has x.at[[True]].mul(x0, mode='drop'): JAX
+  # makes the mask indices and has no scatter_mul derivative for them; here the masked
+  # update is a select, with a derivative.
+  j = _err("NotImplementedError",
+           "scatter_mul gradients are only implemented if `unique_indices=True`")
+  src = "v1.at[([True] * 1,)].mul(x0, mode='drop'); jax.jacfwd(f1, argnums=0)"
+  assert F.deliberate(src, j, _ok(_leaf(np.float32([1.0])))) == "mask-update-select"
+  assert F.deliberate(src.replace(".mul(", ".add("), j, _ok(_leaf(np.float32([1.0])))) is None
+  t = _err("NotImplementedError",
+           "scatter_mul gradients are only implemented if `unique_indices=True`")
+  assert F.deliberate(src, j, t) is None  # both raise: agreement, not this entry
+  g = jax.jacfwd(lambda x: jnp.zeros(1).at[np.array([True])].mul(x))(0.0)
+  np.testing.assert_array_equal(g, [0.0])
+  with pytest.raises(NotImplementedError, match="unique_indices=True"):
+    jax.jacfwd(lambda x: x.at[np.array([0, 2])].mul(x[:2]))(jnp.arange(3.))

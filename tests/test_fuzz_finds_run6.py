@@ -534,3 +534,20 @@ def test_a_fill_read_is_a_new_array_under_vmap():
     out = jax.vmap(read)(x)
     assert isinstance(out, jax.Array) and out.dtype == np.float16 and not out.weak_type
     np.testing.assert_array_equal(out, x)
+
+
+# ---- run 14 (seeds 330-331) ----
+
+def test_polyval_of_no_bool_coefficients_stays_bool_and_expm_refuses_half():
+  # seed 330 #1745: polyval([], []) of bools is bool (the exact zero sums keep y's dtype);
+  # #2061: JAX's expm refuses float16/bfloat16, also for an empty matrix.
+  import ml_dtypes
+  import tracejax.scipy.linalg as jsl_
+  e = np.zeros((0,), bool)
+  assert jnp.polyval(e, e).dtype == np.bool_
+  assert jnp.polyval(np.zeros(0, np.int32), 3).dtype == np.int32
+  for dt in (ml_dtypes.bfloat16, np.float16):
+    for n in (0, 2):
+      with pytest.raises(TypeError, match=r"A.dtype=(bfloat16|float16) is not supported."):
+        jsl_.expm(np.eye(n).astype(dt))
+  assert jsl_.expm(np.eye(2, dtype=np.int32)).dtype == np.float32

@@ -58,8 +58,9 @@ def polyval(p, x, *, unroll=16):
     # JAX's scan over no coefficients still depends on p and x (its derivatives are
     # zeros, not symbolic zeros: digamma(polyval([], 0)) has a NaN tangent there, as
     # in JAX); exact zeros (empty sums) carry that without touching an infinite x.
-    none_of_x = reductions.sum(util.reshape(x, (int(np.prod(util.shape(x))),))[:0])
-    y = ufuncs.add(ufuncs.add(y, reductions.sum(p, axis=0)), none_of_x)
+    dt = util.dtype_of(y)
+    none_of_x = reductions.sum(util.reshape(x, (int(np.prod(util.shape(x))),))[:0], dtype=dt)
+    y = ufuncs.add(ufuncs.add(y, reductions.sum(p, axis=0, dtype=dt)), none_of_x)
   return y
 
 

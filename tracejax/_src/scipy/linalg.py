@@ -636,6 +636,10 @@ def expm(A, *, upper_triangular=False, max_squarings=16):
     >>> expm(jnp.zeros((2, 2)))                  # the identity
   """
   A, = _inexact("jax.scipy.linalg.expm", A)
+  if util.dtype_of(A) in (np.float16, dtypes.bfloat16):
+    # JAX's error (its Padé thresholds are for single and double precision), also
+    # for an empty matrix
+    raise TypeError(f"A.dtype={util.dtype_of(A).name} is not supported.")
   _check_matrix("jax.scipy.linalg.expm", "A", A, square=True)
   try:
     max_squarings = operator.index(max_squarings)

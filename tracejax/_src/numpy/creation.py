@@ -203,9 +203,7 @@ def _int_fill(fill_value, dt):
     return util.to_operand(fill_value)
   info = np.iinfo(dt)
   if type(fill_value) is float:
-    if np.isnan(fill_value):
-      return dt.type(0)
-    return dt.type(int(min(max(fill_value, info.min), info.max)))
+    return util.host_astype(np.float64(fill_value), dt)[()]  # XLA's float -> int
   if info.min <= fill_value <= info.max:
     return fill_value
   return dt.type(fill_value % (1 << (8 * dt.itemsize)) if dt.kind == "u" else

@@ -172,15 +172,15 @@ def convert(x, dtype, weak_type=False):
     if weak_type:
       # A host bool/int array meeting a weak float (or a bool one a weak int) promotes
       # to a weak type, as in JAX: a weak cast, else the op would come out strong.
-      return convert_element_type(_host_astype(x, dtype), dtype, True)
-    return x if x.dtype == dtype else _host_astype(x, dtype)
+      return convert_element_type(host_astype(x, dtype), dtype, True)
+    return x if x.dtype == dtype else host_astype(x, dtype)
   aval = x.aval
   if aval.dtype == dtype and aval.weak_type == bool(weak_type):
     return x
   return convert_element_type(x, dtype, weak_type)
 
 
-def _host_astype(x, dtype):
+def host_astype(x, dtype):
   """Host array `x` as `dtype`, converted as XLA converts on the device (and so as JAX
   gives it): a float or complex to an integer type takes the real part, truncates,
   makes NaN 0 and saturates at the type's bounds, where NumPy's cast wraps or gives

@@ -551,3 +551,42 @@ def test_polyval_of_no_bool_coefficients_stays_bool_and_expm_refuses_half():
       with pytest.raises(TypeError, match=r"A.dtype=(bfloat16|float16) is not supported."):
         jsl_.expm(np.eye(n).astype(dt))
   assert jsl_.expm(np.eye(2, dtype=np.int32)).dtype == np.float32
+
+
+
+def test_generic_reduce_window_is_strong_and_python_scalar_inits_keep_their_dtype():
+  # seed 331 #361 (x64): a user computation's reduce_window is strongly typed in JAX,
+  # whatever its operand; a monoid (add/max/min from their identity) follows its operand.
+  from tracejax import lax
+  window = lambda init, op: lambda v: lax.reduce_window(v - 1.5, init, op, (2,), (1,),
+                                                         "VALID")
+  x = jnp.arange(4)  # int32 - 1.5: a weakly typed float32 operand
+  assert (x - 1.5).weak_type
+  cases = [(window(1.0, lax.mul), False, [0.75, -0.25, 0.75]),
+           (window(0.0, lax.add), True, [-2.0, 0.0, 2.0]),
+           (window(-np.inf, lax.max), True, [-0.5, 0.5, 1.5])]
+  for fn, weak, expected in cases:
+    for h in (fn, jax.jit(fn)):
+      r = h(x)
+      assert r.dtype == np.float32 and r.weak_type == weak
+      np.testing.assert_allclose(r, expected)
+  # An init built inside jit is a tracer to JAX, so JAX takes the generic primitive
+  # (strong), also for a complex operand (seed 331 #361's program, x64 off here).
+  inner = lambda v: lax.reduce_window(v - (1 - 2j), jnp.asarray(np.inf, jnp.complex64),
+                                      lax.min, (2,), (1,), "VALID")
+  assert inner(x).weak_type and not jax.jit(inner)(x).weak_type
+  # A Python scalar init keeps its default dtype (float32 here), as in JAX: an int32
+  # operand with 1. is a dtype error, unless the init is a monoid's identity.
+  msg = (r"reduce_window got inconsistent dtypes for operands and init_values: got "
+         r"operand dtypes \[dtype\('int32'\)\] and init_value dtypes "
+         r"\[dtype\('float32'\)\]")
+  for h in (lambda v: lax.reduce_window(v, 1., lax.mul, (2,), (1,), "VALID"),
+            lambda v: lax.reduce_window(v, 0., lax.max, (2,), (1,), "VALID")):
+    with pytest.raises(TypeError, match=msg):
+      h(x)
+    with pytest.raises(TypeError, match=msg):
+      jax.jit(h)(x)
+  np.testing.assert_array_equal(lax.reduce_window(x, 0., lax.add, (2,), (1,), "VALID"),
+                                [1, 3, 5])
+  np.testing.assert_array_equal(lax.reduce_window(x, -np.inf, lax.max, (2,), (1,),
+                                                  "VALID"), [1, 2, 3])

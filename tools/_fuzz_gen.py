@@ -566,8 +566,10 @@ def _lax_op(rng, P):
     init = {"lax.add": "0", "lax.max": "-jnp.inf", "lax.min": "jnp.inf"}[fn]
     w = tuple(int(rng.integers(1, 3)) for _ in s)
     pad = str(rng.choice(["VALID", "SAME"]))
-    return {"t": f"lax.reduce_window({{0}}, jnp.asarray({init}, jnp.asarray({{0}}).dtype), "
-                 f"{fn}, {w}, {(1,) * nd}, '{pad}')", "a": [a]}
+    # the init as a typed array, or (as user code writes it) a Python scalar
+    init = (init if rng.random() < 0.3 else f"jnp.asarray({init}, jnp.asarray({{0}}).dtype)")
+    return {"t": f"lax.reduce_window({{0}}, {init}, {fn}, {w}, {(1,) * nd}, '{pad}')",
+            "a": [a]}
   if k == 13 and nd == 2:
     return {"t": f"lax.conv_general_dilated({{0}}[None], jnp.ones((2,) + {s[:1]} + (2,), "
                  f"jnp.asarray({{0}}).dtype), (1,), '{rng.choice(['SAME', 'VALID'])}')",

@@ -161,7 +161,12 @@ def _staging():
   return False
 
 
-def _get_monoid_window_reducer(computation, init_values):
+def _jax_traces(init):
+  """Whether JAX would see `init` as a tracer: a jnp array made while staging."""
+  return not isinstance(init, (np.ndarray, np.generic)) and _staging()
+
+
+def _get_monoid_window_reducer(computation, init_values, operands):
   """The monoid primitive for `computation` when its init value is the identity."""
   # (the public tracejax.lax.add/max/... are checked wrappers of the _src functions)
   computation = getattr(computation, "__wrapped__", computation)
@@ -171,12 +176,13 @@ def _get_monoid_window_reducer(computation, init_values):
   if isinstance(x, Tracer) or np.shape(x) != ():
     return None
   dtype = _aval(x).dtype
-  if dtypes.is_complex(dtype) and not isinstance(x, (np.ndarray, np.generic)) and _staging():
+  if _jax_traces(x) and (dtypes.is_complex(dtype) or dtype != _aval(operands[0]).dtype):
     # Under jit (make_jaxpr, checkpoint, scan...) a jnp array made while tracing is a
     # tracer in JAX, so JAX takes the generic reduce_window there, whose JVP works for
     # complex operands (the max/min primitives' JVP fails, eagerly). Real operands
     # keep the differentiable monoid (README: deliberate `generic-reduce-window-rev`);
-    # for complex ones the monoid gains nothing, so we follow JAX.
+    # for complex ones the monoid gains nothing, so we follow JAX, as for an init of
+    # another dtype than the operand's (JAX's generic dtype error).
     return None
   val = np.asarray(x)
   if computation is ew.add and _is_num(dtype):
@@ -213,16 +219,18 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                      f"{len(flat_operands)} vs. {len(flat_inits)}")
   params = _window_params("reduce_window", _shape(flat_operands[0]), window_dimensions,
                           window_strides, padding, base_dilation, window_dilation)
-  # Python scalar init values take their operand's dtype (the lax convenience).
-  flat_inits = [np.array(i, _aval(x).dtype) if type(i) in (int, float, complex, bool) else i
-                for x, i in zip(flat_operands, flat_inits)]
-  monoid = _get_monoid_window_reducer(computation, flat_inits)
+  # A Python scalar init value has its own default dtype, as in JAX (an int32 operand
+  # with init 0. is a dtype error, unless the init is a monoid's identity: a monoid
+  # reduces the operand alone).
+  flat_inits = [ew._python_scalar_array(i, None) if type(i) in (int, float, complex, bool)
+                else i for i in flat_inits]
+  monoid = _get_monoid_window_reducer(computation, flat_inits, flat_operands)
   if monoid is not None:
-    (x,) = flat_operands
-    if _aval(x).dtype != _aval(flat_inits[0]).dtype:
-      raise TypeError("reduce_window operand and init_value must have the same dtype, got "
-                      f"{_aval(x).dtype.name} and {_aval(flat_inits[0]).dtype.name}.")
-    return monoid.bind(x, **params)
+    out = monoid.bind(flat_operands[0], **params)
+    if _jax_traces(flat_inits[0]):
+      # JAX takes the generic primitive here, whose result is never weakly typed.
+      out = ew._convert_element_type(out, weak_type=False)
+    return out
   init_avals = tuple(_aval(i).strip_weak_type() for i in flat_inits)
   closed, out_tree = _reduction_jaxpr(computation, init_avals, init_tree)
   out = reduce_window_p.bind(*flat_operands, *flat_inits, jaxpr=closed, **params)
@@ -234,8 +242,8 @@ def _reduce_window_shape_rule(*avals, jaxpr, **params):
   operands, inits = avals[:n], avals[n:]
   if any(o.dtype != i.dtype for o, i in zip(operands, inits)):
     raise TypeError("reduce_window got inconsistent dtypes for operands and init_values: "
-                    f"got operand dtypes {[o.dtype.name for o in operands]} and init_value "
-                    f"dtypes {[i.dtype.name for i in inits]}.")
+                    f"got operand dtypes {[o.dtype for o in operands]} and init_value "
+                    f"dtypes {[i.dtype for i in inits]}.")
   if any(i.shape != () for i in inits):
     raise TypeError("reduce_window expected init_values to be scalars but init_values have "
                     f"shapes {[i.shape for i in inits]}.")
@@ -251,7 +259,8 @@ def _reduce_window_dtype_rule(*avals, **params):
 
 
 def _reduce_window_weak_type_rule(*avals, **params):
-  return [a.weak_type for a in avals[:len(avals) // 2]]
+  # As in JAX: a user computation's result is strongly typed, whatever its operands.
+  return [False] * (len(avals) // 2)
 
 
 @functools.lru_cache(maxsize=256)

@@ -915,6 +915,25 @@ def test_logaddexp_gradient_splits_evenly_at_ties():
   assert float(jnp.logaddexp(-np.inf, -np.inf)) == -np.inf
 
 
+def test_logaddexp2_is_its_own_base_2_formula_as_in_jax():
+  # Recorded from JAX 0.10.2: logaddexp2 is amax + log1p(exp2(-|d|)) / ln 2 (not
+  # logaddexp of x ln 2, whose rounding differs), its imaginary part wrapped into
+  # [-pi/ln 2, pi/ln 2); a weak 0-d input keeps the result weak, an n-d one does not.
+  import tracejax
+  from tracejax import lax
+  r = jnp.logaddexp2(1., 2.)
+  assert r.dtype == np.float32 and r.weak_type
+  assert float(r) == 2.5849623680114746
+  assert not jnp.logaddexp2(lax.broadcast(1., (2,)), lax.broadcast(2., (2,))).weak_type
+  z = jnp.logaddexp2(jnp.complex64(1e30 + 3j), jnp.complex64(1e30 - 3j))
+  assert complex(z) == complex(1.0000000150474662e+30, -4.532360076904297)
+  z = jnp.logaddexp(1j, 2j)
+  assert z.weak_type and complex(z) == complex(0.5625629425048828, 1.500000238418579)
+  g = tracejax.grad(jnp.logaddexp2, (0, 1))(1., 2.)
+  assert [float(v) for v in g] == [0.33333337306976318, 0.66666674613952637]
+  assert all(v.weak_type for v in g)
+
+
 def test_binary_shape_mismatch_is_value_and_type_error():
   # 2020 (seed 001) raised ValueError; JAX 0.10.2 raises TypeError: both handlers catch it.
   for op in (jnp.add, jnp.arctan2, lambda a, b: a * b):

@@ -33,6 +33,7 @@ from tracejax._src.interpreters import lowering as mlir
 from tracejax._src.interpreters.lowering import hlo, ir
 from tracejax._src.lax import elementwise as ew
 from tracejax._src.lax import elementwise_hlo as ew_hlo
+from tracejax._src.lax import logaddexp as lae
 from tracejax._src.lax import utils
 from tracejax._src.lax.convolution import (_conv_general_vjp_lhs_padding, _dilate_shape,
                                            _stride_shape, padtype_to_pads)
@@ -692,63 +693,6 @@ mlir.register_lowering(select_and_scatter_add_p, _select_and_scatter_add_lowerin
 # Cumulative reductions: cumsum, cumprod, cummax, cummin, cumlogsumexp
 # =============================================================================
 
-def _const(x, value):
-  return np.array(value, _aval(x).dtype)
-
-
-def _logaddexp(x, y):
-  """log(exp(x) + exp(y)) without overflow (lax only: numpy is a layer above)."""
-  amax = ew.max(x, y)
-  if dtypes.is_complex(_aval(x).dtype):
-    # amax is the larger by lax.max's lexicographic order; exp(x + y - 2 amax) (the
-    # other one over amax) then has modulus <= 1. The imaginary part comes back into
-    # [-pi, pi) as in JAX (which computes complex cumlogsumexp too).
-    out = ew.add(amax, ew.log1p(ew.exp(ew.sub(ew.add(x, y), ew.mul(amax, _const(amax, 2))))))
-    im = ew.imag(out)
-    pi, two_pi = _const(im, np.pi), _const(im, 2 * np.pi)
-    r = ew.rem(ew.add(im, pi), two_pi)
-    r = ew.select(ew.lt(r, _const(r, 0)), ew.add(r, two_pi), r)
-    return ew.complex(ew.real(out), ew.sub(r, pi))
-  delta = ew.sub(x, y)
-  # delta is NaN when both are the same infinity: the answer is then that infinity.
-  return ew.select(ew.ne(delta, delta), ew.add(x, y),
-                   ew.add(amax, ew.log1p(ew.exp(ew.neg(ew.abs(delta))))))
-
-
-def _posinf_to_zero(x):
-  re = ew.real(x) if dtypes.is_complex(_aval(x).dtype) else x
-  return ew.select(ew.eq(re, _const(re, np.inf)), full_like(x, 0), x)
-
-
-def _logaddexp_jvp(primals, tangents):
-  # The tangent is the softmax-weighted sum exp(x_i - out) t_i (+inf zeroed first, so
-  # that inf - inf gives weight 1): JAX's rule for its logaddexp, whose rounding (f16,
-  # bf16) and infinities the derivatives of cumlogsumexp then share.
-  x, y = primals
-  tx, ty = tangents
-  # The primal through the custom_jvp again (as JAX's rule does): a second derivative
-  # then uses this rule too, not the composition, whose select leaks NaN cotangents
-  # where x = y = inf (fuzzer run5 05222: grad of jvp of a float16 cumlogsumexp).
-  out = _logaddexp_with_jvp(x, y)
-  fout = _posinf_to_zero(out)
-  wx = ew.exp(ew.sub(_posinf_to_zero(x), fout))
-  wy = ew.exp(ew.sub(_posinf_to_zero(y), fout))
-  return out, ew.add(ew.mul(tx, wx), ew.mul(ty, wy))
-
-
-_logaddexp_custom_jvp = None
-
-
-def _logaddexp_with_jvp(x, y):
-  """`_logaddexp` as a custom_jvp (made on first use: custom_derivatives sits above lax)."""
-  global _logaddexp_custom_jvp
-  if _logaddexp_custom_jvp is None:
-    from tracejax._src.custom_derivatives import custom_jvp
-    _logaddexp_custom_jvp = custom_jvp(_logaddexp)
-    _logaddexp_custom_jvp.defjvp(_logaddexp_jvp)
-  return _logaddexp_custom_jvp(x, y)
-
-
 def _interleave(a, b, axis):
   """a0 b0 a1 b1 ... along `axis` (`a` as long as `b` or one longer)."""
   na, nb = _shape(a)[axis], _shape(b)[axis]
@@ -921,7 +865,7 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 
 
 def _reduce_window_logaddexp(operand, window_dimensions, window_strides, padding):
-  return reduce_window(operand, np.array(-np.inf, _aval(operand).dtype), _logaddexp,
+  return reduce_window(operand, np.array(-np.inf, _aval(operand).dtype), lae._logaddexp,
                        window_dimensions, window_strides, padding)
 
 
@@ -929,7 +873,7 @@ def _reduce_window_logaddexp(operand, window_dimensions, window_strides, padding
 # fails converting its -inf init value: see tools/fuzz_vs_jax.py).
 cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", utils._inexact,
                                        _reduce_window_logaddexp)
-ad.primitive_jvps[cumlogsumexp_p] = _cumulative_jvp_rule(_logaddexp_with_jvp)
+ad.primitive_jvps[cumlogsumexp_p] = _cumulative_jvp_rule(lae.logaddexp)
 
 
 # =============================================================================

@@ -8,6 +8,7 @@ import numpy as np
 
 from tracejax._src import dtypes
 from tracejax._src.lax import elementwise as lax
+from tracejax._src.lax import logaddexp as _lae
 from tracejax._src.numpy import util
 
 
@@ -363,72 +364,13 @@ def log10(x, /):
 def logaddexp(x1, x2, /):
   """log(exp(x1) + exp(x2)), computed without overflow."""
   x1, x2 = util.promote_args_inexact("logaddexp", x1, x2)
-  return _logaddexp(x1, x2)
+  return _lae.logaddexp(x1, x2)
 
 
 def logaddexp2(x1, x2, /):
   """log2(2**x1 + 2**x2), computed without overflow."""
   x1, x2 = util.promote_args_inexact("logaddexp2", x1, x2)
-  ln2 = _constant_like(x1, np.log(2))
-  return lax.div(_logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
-
-
-def _logaddexp_impl(x1, x2):
-  amax = lax.max(x1, x2)
-  if dtypes.is_complex(_dtype(x1)):
-    # The complex log of exp(x1) + exp(x2): amax (the larger real part, lax.max's
-    # lexicographic order) plus log1p(exp(other - amax)), whose exp has modulus <= 1.
-    # The imaginary part is then brought back into [-pi, pi), as JAX 0.10.2 does.
-    other = lax.sub(lax.add(x1, x2), amax)
-    out = lax.add(amax, lax.log1p(lax.exp(lax.sub(other, amax))))
-    return lax.complex(lax.real(out), _wrap_angle(lax.imag(out)))
-  delta = lax.sub(x1, x2)
-  # delta is NaN when both are the same infinity: the answer is then that infinity.
-  return _select(isnan(delta), lax.add(x1, x2),
-                 lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
-
-
-def _wrap_angle(x):
-  """`x` moved by a multiple of 2 pi into [-pi, pi)."""
-  pi, two_pi = _constant_like(x, np.pi), _constant_like(x, 2 * np.pi)
-  r = lax.rem(lax.add(x, pi), two_pi)   # in (-2 pi, 2 pi): the sign of x + pi
-  r = _select(lax.lt(r, _constant_like(r, 0)), lax.add(r, two_pi), r)
-  return lax.sub(r, pi)
-
-
-def _posinf_to_zero(x):
-  # Complex values: those whose real part is +inf (exp of them is the overflow).
-  re = lax.real(x) if dtypes.is_complex(_dtype(x)) else x
-  # zeros like `x`, weak type included at every rank (JAX's full_like zeros)
-  return _select(isposinf(re), _weak_constant_like(x, 0), x)
-
-
-def _logaddexp_jvp(primals, tangents):
-  # d out = softmax weights exp(x_i - out), which split evenly at x1 == x2 (the
-  # max/abs form of the primal would give all of it to one side there). +inf is
-  # zeroed first so that inf - inf gives the weight 1, not NaN.
-  x1, x2 = primals
-  t1, t2 = tangents
-  out = _logaddexp(x1, x2)
-  fout = _posinf_to_zero(out)
-  w1 = lax.exp(lax.sub(_posinf_to_zero(x1), fout))
-  w2 = lax.exp(lax.sub(_posinf_to_zero(x2), fout))
-  return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
-
-
-_logaddexp_custom_jvp = None
-
-
-def _logaddexp(x1, x2):
-  # A custom_jvp of the stable formula, made on the first call: custom_derivatives.py
-  # is not otherwise needed by `import tracejax.numpy`.
-  global _logaddexp_custom_jvp
-  if _logaddexp_custom_jvp is None:
-    from tracejax._src.custom_derivatives import custom_jvp
-    f = custom_jvp(_logaddexp_impl)
-    f.defjvp(_logaddexp_jvp)
-    _logaddexp_custom_jvp = f
-  return _logaddexp_custom_jvp(x1, x2)
+  return _lae.logaddexp2(x1, x2)
 
 
 def deg2rad(x, /):

@@ -40,7 +40,7 @@ from tracejax._src.lax.convolution import (_conv_general_vjp_lhs_padding, _dilat
 from tracejax._src.lax.reductions import (_get_max_identity, _get_min_identity,
                                           _reduction_jaxpr, _scalar_type)
 from tracejax._src.lax.structural import (_aval, _canonicalize_axes, _int_tuple, _shape,
-                                          concatenate, full_like, pad, rev)
+                                          concatenate, pad, rev)
 from tracejax._src.lax.utils import standard_primitive
 
 __all__ = [

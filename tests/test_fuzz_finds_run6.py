@@ -393,6 +393,18 @@ def test_pad_of_a_0d_array_returns_it_and_grad_stays_weak(mode):
   assert mode == "empty" or float(out) == 3.0
 
 
+def test_pad_of_a_0d_array_with_a_function_mode_is_jaxs_width_error():
+  # ...but JAX's function mode re-checks the (empty) widths it kept for nd=0 and
+  # refuses them, whatever pad_width was (recorded from JAX 0.10.2).
+  fn = lambda vector, widths, axis, kwargs: vector
+  for width in (0, 1, ((1, 2),)):
+    with pytest.raises(ValueError, match=r"jnp.pad: pad_width with nd=0 has unsupported "
+                       r"shape \(0,\). Valid shapes are \(0, 2\), \(1, 2\), \(2,\), "
+                       r"\(1,\), or \(\)."):
+      jnp.pad(np.float32(3.0), width, mode=fn)
+  np.testing.assert_array_equal(jnp.pad(np.arange(2.0), 1, mode=fn), [0., 0., 1., 0.])
+
+
 def test_conv_of_bools_is_an_or_of_ands():
   # seed 325 #3163: JAX 0.10.2 convolves bool arrays (XLA's pred convolution: each output
   # is True where some window position has both operands True); tracejax refused them.

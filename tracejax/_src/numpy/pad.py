@@ -81,6 +81,10 @@ def pad(array, pad_width, mode="constant", **kwargs):
   nd = util.ndim(x)
   widths = _pad_widths(pad_width, nd)
   if callable(mode):
+    if nd == 0:
+      # As JAX: its function mode re-checks the widths it kept for a 0-d array (none,
+      # shape (0,)), and refuses them.
+      _strict_pairs(np.asarray(widths, int).reshape(0), nd, "pad_width")
     return _pad_with_function(x, widths, mode, kwargs)
   if not isinstance(mode, str) or mode not in _MODE_KWARGS:
     raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad.")

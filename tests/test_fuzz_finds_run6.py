@@ -523,6 +523,20 @@ def test_cond_forwards_an_operand_every_branch_returns():
   assert len(jaxpr.jaxpr.eqns[-1].outvars) == 1                # only the computed one
 
 
+def test_a_cond_of_forwarded_outputs_only_runs_only_for_its_effects(capsys):
+  # Every output forwarded: nothing to compute, so eagerly no cond runs, and the
+  # operand itself comes back; a branch with an effect (a debug print) still runs.
+  x = jnp.arange(3.0)
+  assert jax.lax.cond(True, lambda v: v, lambda v: v, x) is x
+
+  def noisy(v):
+    jax.debug.print("ran {}", v.sum())
+    return v
+  for pred, printed in ((True, "ran 3.0\n"), (False, "")):
+    assert jax.lax.cond(pred, noisy, lambda v: v, x) is x
+    assert capsys.readouterr().out == printed
+
+
 def test_an_update_of_nothing_leaves_x_exactly_as_it_was():
   # seed 328 #554: bits.at[1:].mul(float) of a (1,) uint32 array: JAX returns x itself
   # (1421395077); combining in float32 and casting back rounded it (1421395072). A

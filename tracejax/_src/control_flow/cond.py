@@ -13,7 +13,7 @@ from tracejax._src.config import config
 from tracejax._src.control_flow import common
 from tracejax._src.core import ir, pp
 from tracejax._src.core.trace import Primitive, Tracer, is_concrete, set_current_trace
-from tracejax._src.interpreters import ad, batching, lowering
+from tracejax._src.interpreters import ad, batching, lowering, staging
 from tracejax._src.interpreters.lowering import hlo, ir as mlir_ir
 
 
@@ -113,7 +113,10 @@ def _switch(index, branches, operands, what):
     jaxprs = [ir.Jaxpr(j.constvars, j.invars,
                        [v for v, k in zip(j.outvars, fwd) if k is None], j.eqns)
               for j in jaxprs]
-  outs = iter(cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs)))
+  if all(k is not None for k in fwd) and not any(map(staging.jaxpr_has_effects, jaxprs)):
+    outs = iter(())   # every output forwarded, nothing else to run: no cond at all
+  else:
+    outs = iter(cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs)))
   outs = [next(outs) if k is None else args[k] for k in fwd]
   return tree_util.tree_unflatten(out_tree, outs)
 

@@ -616,3 +616,57 @@ def test_generic_reduce_window_is_strong_and_python_scalar_inits_keep_their_dtyp
                                 [1, 3, 5])
   np.testing.assert_array_equal(lax.reduce_window(x, -np.inf, lax.max, (2,), (1,),
                                                   "VALID"), [1, 2, 3])
+
+
+# ---- run 15 (seeds 332-333) ----
+
+_X16 = np.array([[[1.8427734375, -0.7138671875], [-0.94580078125, 0.3994140625]],
+                 [[-1.1943359375, -2.486328125], [-0.32666015625, 1.38671875]]], np.float16)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_an_explicit_half_precision_dtype_accumulates_in_it(jit):
+  # seed 332 #2252: JAX's sum/prod/mean accumulate float16 in float32 only when no
+  # dtype is given; nanmean passes its dtype, so it sums in float16 (-2.037109375,
+  # where the float32 sum rounds to -2.0390625).
+  w = jax.jit if jit else (lambda f: f)
+  assert float(w(jnp.sum)(_X16)) == -2.0390625
+  assert float(w(lambda v: jnp.sum(v, dtype=jnp.float16))(_X16)) == -2.037109375
+  assert float(w(lambda v: jnp.nansum(v, dtype=jnp.float16))(_X16)) == -2.037109375
+  r = w(lambda v: jnp.nanmean(v, keepdims=True))(_X16)
+  assert r.shape == (1, 1, 1) and r.dtype == np.float16
+  assert float(r[0, 0, 0]) == -0.254638671875
+  assert float(w(jnp.mean)(_X16)) == -0.2548828125
+
+
+def test_an_empty_gathered_read_is_free_of_the_array():
+  # seed 332 #2088: vjp of irfft(x[([],)]) for an empty x: JAX reads an index array
+  # (or mask) of an empty result as zeros free of x, so no cotangent reaches the
+  # inverse FFT; integer and slice reads, jnp.take with indices and jnp.take from an
+  # empty axis still depend on x (the transpose of the empty irfft then raises).
+  import ml_dtypes
+  x = np.zeros((0,), ml_dtypes.bfloat16)
+  for read in (lambda v: v[([True] * 0,)], lambda v: v[jnp.array([], int)],
+               lambda v: v[np.zeros(0, bool)],
+               lambda v: jnp.take_along_axis(v, jnp.array([], int), 0)):
+    out, pull = jax.vjp(lambda v: jnp.fft.irfft(read(v), axis=0), x)
+    assert out.shape == (0,) and out.dtype == np.float32
+    (ct,) = pull(jnp.ones_like(out))
+    assert ct.shape == (0,) and ct.dtype == ml_dtypes.bfloat16
+  for read in (lambda v: v[1:], lambda v: jnp.take(v, jnp.array([], int)),
+               lambda v: jnp.take(v.reshape(0, 1), jnp.array([0, 0]), axis=1)):
+    out, pull = jax.vjp(lambda v: jnp.fft.irfft(read(v), axis=0), np.zeros(0, np.float32))
+    with pytest.raises(ValueError, match="invalid number of FFT data points"):
+      pull(jnp.ones_like(out))   # (JAX: ZeroDivisionError, documented)
+
+
+def test_take_along_an_empty_axis_gives_strong_zeros():
+  # JAX: zeros of the array's dtype, whatever the indices (no IndexError), strong even
+  # for a weakly typed array.
+  from tracejax import lax
+  x = lax.broadcast(1.0, (2, 0))
+  assert x.weak_type
+  for arr in (np.zeros((2, 0), np.float32), x):
+    r = jnp.take_along_axis(arr, np.zeros((2, 3), np.int32), axis=1)
+    assert r.shape == (2, 3) and r.dtype == np.float32 and not r.weak_type
+    np.testing.assert_array_equal(r, np.zeros((2, 3)))

@@ -52,6 +52,7 @@ from tracejax._src.numpy import array_methods as _array_methods  # noqa: F401 (x
 from tracejax._src.numpy import creation as _jnp_creation
 from tracejax._src.numpy import products as _jnp_products
 from tracejax._src.numpy import reductions as _jnp_reductions
+from tracejax._src.numpy import indexing as _jnp_indexing
 from tracejax._src.numpy import shape_ops as _jnp_shape_ops
 from tracejax._src.numpy import ufuncs as _jnp_ufuncs
 from tracejax._src.numpy import util as _jnp_util
@@ -79,7 +80,7 @@ def _namespace(name, *modules):
 lax = _namespace("lax", _lax_elementwise, _lax_special, _lax_structural, _lax_slicing,
                  _lax_reductions, _lax_misc)
 jnp = _namespace("jnp", _jnp_creation, _jnp_ufuncs, _jnp_reductions, _jnp_shape_ops,
-                 _jnp_products)
+                 _jnp_products, _jnp_indexing)
 
 __all__ = [
     "PRNGKey", "key", "key_data", "key_impl", "wrap_key_data", "split", "fold_in",
@@ -351,14 +352,6 @@ def _linalg():
   return linalg
 
 
-def _take(arr, ind, axis):
-  """`jnp.take(arr, ind, axis)` for in-range integer indices."""
-  arr = jnp.moveaxis(arr, axis, 0)
-  out = arr[ind]
-  return jnp.moveaxis(out, tuple(range(np.ndim(ind))),
-                      tuple(range(axis, axis + np.ndim(ind)))) if axis else out
-
-
 def _searchsorted_left(sorted_arr, query):
   """`jnp.searchsorted(sorted_arr, query)` (side='left') for a 1-D `sorted_arr`: the
   number of entries strictly below each query, by bisection (log2(n) gathers)."""
@@ -590,7 +583,7 @@ def permutation(key, x, axis=0, independent=False):
   if independent or np.ndim(x) == 1:
     return _shuffle(key, x, axis)
   ind = _shuffle(key, jnp.arange(x.shape[axis]), 0)
-  return _take(x, ind, axis)
+  return jnp.take(x, ind, axis, unique_indices=True)
 
 
 def shuffle(key, x, axis=0):
@@ -646,7 +639,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
   if p is None:
     if replace:
       ind = randint(key, shape, 0, n_inputs)
-      result = ind if arr.ndim == 0 else _take(arr, ind, axis)
+      result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
     else:
       slices = (slice(None),) * axis + (slice(n_draws),)
       result = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)[slices]
@@ -667,7 +660,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
       # replacement with probabilities p.
       g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
       ind = _top_k_indices(g, n_draws).astype(int)
-    result = ind if arr.ndim == 0 else _take(arr, ind, axis)
+    result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
   return result.reshape(shape if arr.ndim == 0 else
                         arr.shape[0:axis] + tuple(shape) + arr.shape[axis + 1:])
 

@@ -295,9 +295,11 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
   ix = _index_to_gather(shape, specs)
   dtype = util.dtype_of(x)
   if 0 in ix.out_shape:
-    # JAX's 'fill' read of nothing is its fill value broadcast, free of x (so reverse
-    # mode never reaches what made x); its other reads gather, and depend on x
-    return _empty_result(x, ix.out_shape, depends=gmode != _Mode.FILL_OR_DROP)
+    # Where JAX reads through a gather (an index array or mask, or a mode other than
+    # clamping), an empty result is zeros free of x, so reverse mode never reaches
+    # what made x; integers and slices it reads as a slice, which depends on x.
+    slices = gmode in (_Mode.PROMISE_IN_BOUNDS, _Mode.CLIP) and _is_basic(specs)
+    return _empty_result(x, ix.out_shape, depends=slices)
   ix.check_empty_axes()
   y = x
   if ix.indices is not None:
@@ -891,7 +893,9 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   if n == 0 and 0 not in ishape:  # (JAX checks the indices, not the result's size)
     raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
   if 0 in out_shape:
-    return _empty_result(a, out_shape)
+    # JAX: no indices give zeros free of `a`; from an empty axis, or with indices into
+    # an array empty elsewhere, the result depends on `a` (JAX returns it, or gathers).
+    return _empty_result(a, out_shape, depends=n == 0 or 0 not in ishape)
   slice_sizes = shape[:axis] + (1,) + shape[axis + 1:]
   dnums = lax_gather.GatherDimensionNumbers(
       offset_dims=tuple(range(axis)) + tuple(range(axis + len(ishape), len(out_shape))),
@@ -931,10 +935,11 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                        f"{ishape} do not broadcast along axis {d}")
   out_shape = tuple(ishape[d] if d == axis else max(shape[d], ishape[d])
                     for d in range(len(shape)))
+  if shape[axis] == 0:
+    # As JAX: zeros of arr's dtype, strong and free of arr, whatever the indices.
+    return structural.full(out_shape, np.zeros((), util.dtype_of(arr)))
   if 0 in out_shape:
     return _empty_result(arr, out_shape)
-  if shape[axis] == 0:
-    raise IndexError("Cannot do a non-empty jnp.take_along_axis() from an empty axis.")
   # One gather, in the form JAX gives it (its sharding rule on Explicit mesh axes then
   # types it as JAX does): along `axis` the indices pick one element; an axis where the
   # indices have size 1 is an offset axis (arr's slice taken whole); an axis where arr

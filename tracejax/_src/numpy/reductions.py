@@ -51,7 +51,10 @@ def _prepare(name, a, axis):
 
 def _reduce(name, a, axis, dtype, keepdims, lax_fn, *, bool_fn=None, promote_integers=False,
             upcast_f16=False, identity=None, initial=None, where=None, combine=None):
-  """The shared skeleton of the monoid reductions (sum, prod, max, min, all, any)."""
+  """The shared skeleton of the monoid reductions (sum, prod, max, min, all, any).
+
+  `upcast_f16`: float16/bfloat16 accumulate in float32 (as JAX's sum and prod do when
+  no dtype is given; an explicit float16 dtype accumulates in float16)."""
   a, dims = _prepare(name, a, axis)
   in_shape = util.shape(a)
   dt = util.check_dtype(dtype, name)
@@ -87,7 +90,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
   _no_out(out, "sum")
   return _reduce("sum", a, axis, dtype, keepdims, lax_red.reduce_sum,
                  bool_fn=lax_red.reduce_or, promote_integers=promote_integers,
-                 upcast_f16=True, identity=0, initial=initial, where=where,
+                 upcast_f16=dtype is None, identity=0, initial=initial, where=where,
                  combine=ufuncs.add)
 
 
@@ -97,7 +100,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
   _no_out(out, "prod")
   return _reduce("prod", a, axis, dtype, keepdims, lax_red.reduce_prod,
                  bool_fn=lax_red.reduce_and, promote_integers=promote_integers,
-                 upcast_f16=True, identity=1, initial=initial, where=where,
+                 upcast_f16=dtype is None, identity=1, initial=initial, where=where,
                  combine=ufuncs.multiply)
 
 
@@ -175,7 +178,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
   _check_axis_lengths("mean", a, axis)
   a, dims = _prepare("mean", a, axis)
   dt = util.check_dtype(dtype, "mean") or dtypes.to_inexact_dtype(util.dtype_of(a))
-  comp = np.dtype(np.float32) if dt in _low_precision else dt
+  comp = np.dtype(np.float32) if dtype is None and dt in _low_precision else dt
   total = sum(a, dims, dtype=comp, keepdims=True, where=where)
   n = _count(a, dims, where)
   out = ufuncs.true_divide(total, util.convert(n, comp, False))

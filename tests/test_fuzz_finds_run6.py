@@ -670,3 +670,22 @@ def test_take_along_an_empty_axis_gives_strong_zeros():
     r = jnp.take_along_axis(arr, np.zeros((2, 3), np.int32), axis=1)
     assert r.shape == (2, 3) and r.dtype == np.float32 and not r.weak_type
     np.testing.assert_array_equal(r, np.zeros((2, 3)))
+
+
+def test_half_precision_svd_and_qr_skip_lapack_only_for_matrices_with_no_entries():
+  # seed 333 #3895 (x64): svd of an empty batch of 2x2 bfloat16 matrices reaches LAPACK
+  # in JAX, which refuses bfloat16 (JAX: NotImplementedError "Unsupported dtype
+  # bfloat16"; here the TypeError naming the dtypes LAPACK takes); a matrix with no
+  # rows or no columns is answered without it, in both.
+  import ml_dtypes
+  for dt in (ml_dtypes.bfloat16, np.float16):
+    for fn in (lambda a: jnp.linalg.svd(a, compute_uv=False), jnp.linalg.qr,
+               jnp.linalg.pinv, jnp.linalg.matrix_rank,
+               lambda a: jnp.linalg.norm(a, 2, axis=(-2, -1))):
+      with pytest.raises(TypeError, match="requires a float32, float64, complex64 or "
+                         "complex128 operand"):
+        fn(np.zeros((0, 2, 2), dt))
+    s = jnp.linalg.svd(np.zeros((3, 0, 2), dt), compute_uv=False)
+    assert s.shape == (3, 0) and s.dtype == dt
+    q, r = jnp.linalg.qr(np.zeros((2, 0, 0), dt))
+    assert q.shape == r.shape == (2, 0, 0) and q.dtype == dt

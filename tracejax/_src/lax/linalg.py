@@ -69,8 +69,9 @@ def _check_matrix(name, aval, square=False):
 
 
 def _check_lapack_dtype(name, aval, empty_ok=False):
-  # `empty_ok`: JAX's SVD and QR answer an empty half-precision matrix without LAPACK.
-  if empty_ok and 0 in aval.shape and dtypes.issubdtype(aval.dtype, np.inexact):
+  # `empty_ok`: JAX's SVD and QR answer half-precision matrices with no rows or no
+  # columns without LAPACK (an empty batch of nonempty matrices still reaches it).
+  if empty_ok and 0 in aval.shape[-2:] and dtypes.issubdtype(aval.dtype, np.inexact):
     return
   if aval.dtype not in _lapack_dtypes:
     raise TypeError(f"{name} requires a float32, float64, complex64 or complex128 "

@@ -845,3 +845,34 @@ def test_deliberate_mask_update_select():
   np.testing.assert_array_equal(g, [0.0])
   with pytest.raises(NotImplementedError, match="unique_indices=True"):
     jax.jacfwd(lambda x: x.at[np.array([0, 2])].mul(x[:2]))(jnp.arange(3.))
+
+
+def test_complex_all_any_found_by_rerunning_with_nonzero_tests():
+  # seed 332 #5218: jnp.all(x - (1-2j)) of a uint8 x holding a 1: every value has the
+  # imaginary part 2, so NumPy and tracejax say True; JAX's all keeps the real parts
+  # only (0 for x = 1) and says False. The rerun gives all/any `x != 0` on both sides.
+  prog = {"inputs": [{"dtype": "uint8", "shape": [3], "kind": "normal"}],
+          "ops": [{"t": "({0} - (1-2j))", "a": ["x0"]},
+                  {"t": "jnp.all({0}, axis=None)", "a": ["v0"]}],
+          "out": "v1", "stack": [], "seed": 1}
+
+  class Runner:
+    def __init__(self):
+      self.seen = []
+
+    def classify(self, p):
+      self.seen.append(p)
+      return (None if "not_equal" in p["ops"][1]["t"] else "value"), {}, {}
+
+  r = Runner()
+  assert F._complex_all_any_is_the_cause(r, prog)
+  variant = r.seen[-1]["ops"][1]["t"]
+  assert variant.startswith("(lambda a, *r, **k: jnp.all(jnp.not_equal(a, 0), *r, **k))(")
+  assert F._found_by_rerun(r, prog, "value", {"ok": True, "leaves": []}) == "complex-all-any"
+  assert not F._complex_all_any_is_the_cause(r, dict(prog, ops=prog["ops"][:1]))
+  # tracejax: nonzero is true, as NumPy (and as JAX's astype(bool))
+  z = jnp.array([2j, 0j, 1 + 0j], jnp.complex64)
+  assert bool(jnp.all(z[:1])) and bool(jnp.any(z[:2])) and not bool(jnp.any(z[1:2]))
+  np.testing.assert_array_equal(z.astype(bool), [True, False, True])
+  np.testing.assert_array_equal(jnp.astype(z, bool), [True, False, True])
+  np.testing.assert_array_equal(jax.jit(lambda v: v.astype(bool))(z), [True, False, True])

@@ -525,6 +525,23 @@ def _cholesky_nonfinite_is_the_cause(runner, prog):
   return _agrees(runner, dict(prog, inputs=inputs))
 
 
+def _complex_all_any_is_the_cause(runner, prog):
+  """Whether a disagreement of a program with `jnp.all`/`jnp.any` goes away when they
+  are given `x != 0` instead of `x`: JAX converts a complex operand to bool by its real
+  part only (`jnp.any(2j)` is False there), where NumPy, tracejax and JAX's own
+  `astype(bool)` count any nonzero value (the documented complex-all-any)."""
+  if "jnp.all(" not in G.render(prog) and "jnp.any(" not in G.render(prog):
+    return False
+  ops = []
+  for op in prog["ops"]:
+    t = op["t"]
+    for fn in ("all", "any"):
+      t = t.replace(f"jnp.{fn}(",
+                    f"(lambda a, *r, **k: jnp.{fn}(jnp.not_equal(a, 0), *r, **k))(")
+    ops.append(dict(op, t=t))
+  return _agrees(runner, dict(prog, ops=ops))
+
+
 def _found_by_rerun(runner, prog, cat, j):
   """The documented difference a disagreement is, found from the program itself or by
   rerunning variants of it (None when no test says so)."""
@@ -544,6 +561,8 @@ def _found_by_rerun(runner, prog, cat, j):
     return "half-precision-noise"
   if _cholesky_nonfinite_is_the_cause(runner, prog):
     return "cholesky-nan-input"
+  if _complex_all_any_is_the_cause(runner, prog):
+    return "complex-all-any"
   return None
 
 

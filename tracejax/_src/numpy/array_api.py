@@ -54,7 +54,9 @@ def astype(x, dtype, /, *, copy=False, device=None):
   else:
     dt = util.check_dtype(dtype, "astype")
   x = util.to_array(x)
-  if dtypes.is_complex(util.dtype_of(x)) and not dtypes.is_complex(dt):
+  if dtypes.is_complex(util.dtype_of(x)) and dt == np.bool_:
+    x = ufuncs.not_equal(x, 0)   # as NumPy and JAX: 2j is True (not its real part)
+  elif dtypes.is_complex(util.dtype_of(x)) and not dtypes.is_complex(dt):
     # NumPy and JAX drop the imaginary part (NumPy with a ComplexWarning).
     x = ufuncs.real(x)
   out = util.convert(x, dt, False)

@@ -129,7 +129,10 @@ def _transpose(self, *args):
 def _astype(self, dtype, copy=False, device=None):
   """`self` converted to `dtype` (64-bit types narrow, with a warning, when x64 is off)."""
   dtypes.check_user_dtype_supported(dtype, "astype", stacklevel=util.user_stacklevel() + 1)
-  out = util.convert(self, dtypes.canonicalize_dtype(dtypes.dtype(dtype)), False)
+  dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+  if dt == np.bool_ and dtypes.is_complex(util.dtype_of(self)):
+    self = ufuncs.not_equal(self, 0)   # as jnp.astype (and NumPy): 2j is True
+  out = util.convert(self, dt, False)
   return util.fresh_array(out) if copy else util.converted(out)
 
 

@@ -689,3 +689,23 @@ def test_half_precision_svd_and_qr_skip_lapack_only_for_matrices_with_no_entries
     assert s.shape == (3, 0) and s.dtype == dt
     q, r = jnp.linalg.qr(np.zeros((2, 0, 0), dt))
     assert q.shape == r.shape == (2, 0, 0) and q.dtype == dt
+
+
+def test_scipy_schur_hessenberg_polar_take_no_integers():
+  # Recorded from JAX 0.10.2: schur and hessenberg do not promote integers (hessenberg
+  # returns matrices with no entries as they are); polar fails reading finfo of the
+  # dtype; sqrtm promotes.
+  import tracejax.scipy.linalg as jsl_
+  msg = ("{} does not accept dtype int32 at position 0. Accepted dtypes at position 0 are "
+         "subtypes of floating, complexfloating.")
+  for name in ("schur", "hessenberg"):
+    for shape in ((2, 2), (0, 2, 2)):
+      with pytest.raises(TypeError, match=msg.format(name)):
+        getattr(jsl_, name)(np.ones(shape, np.int32))
+  h, q = jsl_.hessenberg(np.zeros((2, 0, 0), np.int32), calc_q=True)
+  assert h.shape == q.shape == (2, 0, 0) and h.dtype == q.dtype == np.int32
+  with pytest.raises(ValueError, match="data type <class 'numpy.int32'> not inexact"):
+    jsl_.polar(np.eye(2, dtype=np.int32))
+  r = jsl_.sqrtm(np.eye(2, dtype=np.int32))
+  assert r.dtype == np.complex64
+  np.testing.assert_allclose(r, np.eye(2))

@@ -37,6 +37,18 @@ def _abs2(x):
 
 # ---- Schur and the square root ----
 
+def _inexact_only(name, a, empty_ok=False):
+  """`a` as an array, which must be floating or complex: JAX's schur and hessenberg
+  take no integers (they do not promote; its hessenberg returns matrices with no
+  entries as they are)."""
+  util.check_arraylike(f"jax.scipy.linalg.{name}", a)
+  dt = util.dtype_of(a)
+  if not dtypes.is_inexact(dt) and not (empty_ok and 0 in util.shape(a)[-2:]):
+    raise TypeError(f"{name} does not accept dtype {dt.name} at position 0. Accepted "
+                    "dtypes at position 0 are subtypes of floating, complexfloating.")
+  return util.to_array(a)
+
+
 def schur(a, output="real"):
   """Schur decomposition a = z t z^H of square matrices `a` [..., n, n] (CPU only).
 
@@ -54,7 +66,7 @@ def schur(a, output="real"):
   if output not in ("real", "complex"):
     raise ValueError(f"jax.scipy.linalg.schur: argument output must be 'real' or "
                      f"'complex', got {output!r}.")
-  a, = _inexact("jax.scipy.linalg.schur", a)
+  a = _inexact_only("schur", a)
   _check_matrix("jax.scipy.linalg.schur", "a", a, square=True)
   if output == "complex" and not _is_complex(a):
     a = a.astype(dtypes.to_complex_dtype(util.dtype_of(a)))
@@ -116,6 +128,7 @@ def sqrtm(A, blocksize=1):
   if blocksize < 1:
     raise ValueError(f"jax.scipy.linalg.sqrtm: argument blocksize must be >= 1, got "
                      f"{blocksize}.")
+  A, = _inexact("jax.scipy.linalg.sqrtm", A)   # (an integer matrix has a root too)
   t, z = schur(A, output="complex")
   if util.shape(t)[-1] == 0:
     return t
@@ -148,7 +161,11 @@ def polar(a, side="right", *, method="svd", eps=None, max_iterations=None):
   if method not in ("svd", "qdwh"):
     raise ValueError(f"jax.scipy.linalg.polar: argument method must be 'svd' or 'qdwh', "
                      f"got {method!r}.")
-  a, = _inexact("jax.scipy.linalg.polar", a)
+  util.check_arraylike("jax.scipy.linalg.polar", a)
+  if not dtypes.is_inexact(util.dtype_of(a)):
+    # (JAX's message: from finfo of the dtype, which the default eps reads)
+    raise ValueError(f"data type {util.dtype_of(a).type} not inexact")
+  a = util.to_array(a)
   _check_matrix("jax.scipy.linalg.polar", "a", a)
   w, s, vh = lax_linalg.svd(a, full_matrices=False)
   u = products.matmul(w, vh)
@@ -205,12 +222,14 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
     >>> h, q = hessenberg(a, calc_q=True); jnp.allclose(q @ h @ q.T, a)
   """
   del overwrite_a, check_finite
-  a, = _inexact("jax.scipy.linalg.hessenberg", a)
+  a = _inexact_only("hessenberg", a, empty_ok=True)
   _check_matrix("jax.scipy.linalg.hessenberg", "a", a, square=True)
   n = util.shape(a)[-1]
   dt = util.dtype_of(a)
   rows = creation.arange(n, dtype=np.int32)
   q = util.broadcast_to(creation.eye(n, dtype=dt), util.shape(a))
+  if n == 0:
+    return (a, q) if calc_q else a
 
   def step(k, carry):
     h, q = carry

@@ -225,6 +225,22 @@ def test_deliberate_dead_code_errors():
   src = "jnp.argmax(v2, axis=-1); f1 = jax.checkpoint(f0)"
   assert F.deliberate(src, j, t) == "jax-dead-code-errors"
   assert F.deliberate("jnp.argmax(v2, axis=-1)", j, t) is None
+  # seed 335 #1836 (x64): vjp of jit(jvp(f)) where f computes an unused eigvals
+  j = _err("NotImplementedError", "Derivatives of non-symmetric eigenvectors are only "
+           "valid under assumptions on the input that JAX cannot check")
+  src = "jnp.linalg.eigvals(x0); f2 = jax.jit(f1); jax.vjp"
+  assert F.deliberate(src, j, t) == "jax-dead-code-errors"
+  assert F.deliberate(src.replace("jax.jit(f1)", "f1"), j, t) is None
+  assert F.deliberate(src, j, _err("NotImplementedError", "The derivatives of the "
+                                   "eigenvectors of eig are only valid")) is None
+  x = np.array([[1., 2., 0.], [-3., 1., 1.], [0., 1., 4.]], np.float32)
+  unused = jax.jit(lambda d: jax.jvp(lambda e: (jnp.linalg.eigvals(e), e * 2)[1], (d,),
+                                     (jnp.ones_like(d),))[1].sum())
+  np.testing.assert_array_equal(jax.vjp(unused, x)[1](1.0)[0], np.zeros((3, 3)))
+  used = jax.jit(lambda d: jax.jvp(jnp.linalg.eigvals, (d,), (jnp.ones_like(d),))[1]
+                 .real.sum())
+  with pytest.raises(NotImplementedError, match="eigenvectors of eig are only valid"):
+    jax.vjp(used, x)[1](1.0)
 
 
 # ------------------------------------------------------------------ NaN sampler parameters

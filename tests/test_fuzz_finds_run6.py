@@ -709,3 +709,21 @@ def test_scipy_schur_hessenberg_polar_take_no_integers():
   r = jsl_.sqrtm(np.eye(2, dtype=np.int32))
   assert r.dtype == np.complex64
   np.testing.assert_allclose(r, np.eye(2))
+
+
+# ---- run 16 (seeds 334-335) ----
+
+def test_zeta_of_an_integer_order_is_not_differentiated_in_it():
+  # seed 334 #4558: jvp in q of zeta(False, q) at q = -5.159 (recorded from JAX 0.10.2):
+  # JAX's custom_jvp takes x before promotion, so a bool/int x has no tangent and its
+  # series is differentiated in q only: -1 (zeta(0, q) = 1/2 - q); a float x = 0. has
+  # a zero tangent, and 0 * log(negative) makes the tangent NaN there, in both.
+  from tracejax.scipy.special import zeta
+  q = np.float32(-5.159082889556885)
+  for x, want in ((False, -1.0), (0, -1.0), (0.0, np.nan), (2, 494.50488)):
+    for f in (lambda d: jax.jvp(lambda e: zeta(x, e), (d,), (np.float32(1),)),
+              jax.jit(lambda d: jax.jvp(lambda e: zeta(x, e), (d,), (np.float32(1),)))):
+      _, t = f(q)
+      np.testing.assert_allclose(t, want, rtol=1e-5)
+  np.testing.assert_allclose(jax.grad(lambda d: zeta(2, d))(np.float32(2.5)), -0.23620406,
+                             rtol=1e-6)

@@ -76,15 +76,21 @@ def zeta(x, q=None):
   if q is None:
     x, = _promote_inexact(x)
     return _riemann_zeta(x)
-  x, q = _promote_inexact(x, q)
   if not _ZETA:
     from tracejax._src.custom_derivatives import custom_jvp
-    _ZETA.append(custom_jvp(lax_special.zeta))
+    _ZETA.append(custom_jvp(_hurwitz_zeta))
     _ZETA[0].defjvp(_zeta_jvp)
+  # (as in JAX, the custom_jvp takes the arguments before promotion: an integer or bool
+  # x has no tangent, so the series is not differentiated in it)
   return _ZETA[0](x, q)
 
 
 _ZETA = []
+
+
+def _hurwitz_zeta(x, q):
+  x, q = _promote_inexact(x, q)
+  return lax_special.zeta(x, q)
 
 
 def _bernoulli_over_factorial(m):
@@ -102,6 +108,7 @@ def _zeta_series(s, a):
   differentiable jnp ops: N terms summed, then the integral and M correction terms
   at a + N (N = M = 8 in float32, 16 otherwise, in the operands' dtype)."""
   import tracejax.numpy as jnp
+  s, a = _promote_inexact(s, a)
   dt = jnp.result_type(s)
   n = 8 if dt == np.float32 else 16
   k = np.arange(n, dtype=dt)

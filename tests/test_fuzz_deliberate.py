@@ -108,6 +108,14 @@ def test_deliberate_rfft_half_precision_later_error():
   t = _err("TypeError", "or does not accept dtype bfloat16 (operand 0). Accepted dtypes "
            "are subtypes of bool, integer.")
   assert F.deliberate("jnp.fft.rfft(v0); (v2 | float('inf'))", j, t) == "rfft-half-precision"
+  # seed 337 #1635 (x64): vjp of jit(reduce_window(rfft(x), -inf as a jnp array, max))
+  # of a float16 x: past the rfft, reverse mode of the generic reduce_window fails here
+  # (with a float32 x JAX fails there too: generic-reduce-window-rev)
+  t = _err("NotImplementedError", "Transpose rule (for reverse-mode differentiation) for "
+           "'reduce_window' not implemented")
+  src = "jnp.fft.rfft(x0, axis=0); lax.reduce_window(v0, jnp.asarray(-jnp.inf))"
+  assert F.deliberate(src, j, t) == "rfft-half-precision"
+  assert F.deliberate("jnp.fft.rfft(x0, axis=0)", j, t) is None
 
 
 def test_rfft_half_precision_then_jacrev_of_int_output():

@@ -727,3 +727,20 @@ def test_zeta_of_an_integer_order_is_not_differentiated_in_it():
       np.testing.assert_allclose(t, want, rtol=1e-5)
   np.testing.assert_allclose(jax.grad(lambda d: zeta(2, d))(np.float32(2.5)), -0.23620406,
                              rtol=1e-6)
+
+
+# ---- run 17 (seeds 336-337) ----
+
+def test_squareplus_of_integers_squares_in_their_dtype():
+  # seed 337 #2285 (x64): squareplus(int8 98) is NaN in JAX 0.10.2: 98 ** 2 wraps around
+  # in int8 (-124), + 4 is -120, and its square root is NaN. Float results elsewhere.
+  for f in (jax.nn.squareplus, jax.jit(jax.nn.squareplus)):
+    r = f(np.int8(98))
+    assert r.dtype == np.float32 and not r.weak_type and np.isnan(r)
+    r = f(np.array([1, 2], np.uint8))
+    assert r.dtype == np.float32
+    np.testing.assert_allclose(r, [1.618034, 2.4142137], rtol=1e-6)
+  r = jax.nn.squareplus(3)
+  assert r.weak_type and r.dtype == np.float32
+  np.testing.assert_allclose(r, 3.3027756, rtol=1e-6)
+  assert float(jax.nn.squareplus(np.int8(98), 2.5)) != float(jax.nn.squareplus(98.0, 2.5))

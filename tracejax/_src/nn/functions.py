@@ -165,10 +165,11 @@ def squareplus(x, b=4):
 
   Evaluated literally, as JAX does, so results agree with it bit for bit: large
   negative x cancels to 0 (e.g. float32 squareplus(-1e5) is 0) and x = -inf, or an
-  x whose square overflows, gives NaN (-inf + inf).
+  x whose square overflows, gives NaN (-inf + inf). An integer x is squared (and b
+  added) in its own dtype before the square root, as in JAX, so an int8 98 wraps
+  around and gives NaN; a weak int stays weak (as a float).
   """
   np_util.check_arraylike("squareplus", x, b)
-  x, = np_util.promote_dtypes_inexact(x)  # a weak int stays weak (as a float), as in JAX
   return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 

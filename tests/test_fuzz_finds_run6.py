@@ -744,3 +744,17 @@ def test_squareplus_of_integers_squares_in_their_dtype():
   assert r.weak_type and r.dtype == np.float32
   np.testing.assert_allclose(r, 3.3027756, rtol=1e-6)
   assert float(jax.nn.squareplus(np.int8(98), 2.5)) != float(jax.nn.squareplus(98.0, 2.5))
+
+
+def test_an_integer_set_of_a_float_passes_through_the_promoted_dtype():
+  # seed 336 #2975: JAX's x.at[i].set(2.) of a uint32 x combines in float32 and casts
+  # back, so every element passes through float32 (recorded from JAX 0.10.2).
+  x = jnp.array([[1, 2, 3], [8271619, 3430187372, 2359847070]], jnp.uint32)
+  for f in (lambda v: v.at[np.array([-2, 0])].set(2.0), lambda v: v.at[0, 1].set(2.0)):
+    for g in (f, jax.jit(f)):
+      r = g(x)
+      assert r.dtype == np.uint32
+      np.testing.assert_array_equal(r[1], [8271619, 3430187264, 2359847168])
+  np.testing.assert_array_equal(x.astype(jnp.int32).at[0].set(2.0)[1],
+                                [8271619, -864779904, -1935120256])
+  np.testing.assert_array_equal(x.at[0].set(np.uint32(2))[1], x[1])   # same dtype: exact

@@ -590,12 +590,12 @@ def _scatter_update(x, idx, y, scatter_op, fun_name, *, indices_are_sorted=False
     # 300 -> 44), where arithmetic would raise OverflowError.
     sdt = dtypes.canonicalize_dtype(dtypes.python_scalar_dtypes[type(y)])
     y = util.convert_element_type(np.asarray(y, sdt), sdt, True)
-  if (scatter_op is not lax_gather.scatter and util.dtype_of(y) != dt) or (
-      weak and not util.is_weak(y)):
+  if util.dtype_of(y) != dt or (weak and not util.is_weak(y)):
     # As JAX: combine in the promoted dtype, then cast back (int x .at[i].add(-1.5):
-    # 4 + -1.5 = 2.5 -> 2, not 4 + (-1) = 3). A weak x meeting a strong y is combined
-    # strongly too and only the result made weak again: under AD those casts give
-    # JAX's cotangent weak types.
+    # 4 + -1.5 = 2.5 -> 2, not 4 + (-1) = 3; a set too, so every element of a uint32 x
+    # .at[i].set(2.) passes through float32: 3430187372 comes back as 3430187264). A
+    # weak x meeting a strong y is combined strongly too and only the result made weak
+    # again: under AD those casts give JAX's cotangent weak types.
     px, py = util.promote_dtypes(x, y)
     if util.dtype_of(px) != dt or util.is_weak(px) != weak:
       if _selects_nothing(idx, shape):

@@ -758,3 +758,16 @@ def test_an_integer_set_of_a_float_passes_through_the_promoted_dtype():
   np.testing.assert_array_equal(x.astype(jnp.int32).at[0].set(2.0)[1],
                                 [8271619, -864779904, -1935120256])
   np.testing.assert_array_equal(x.at[0].set(np.uint32(2))[1], x[1])   # same dtype: exact
+
+
+def test_an_empty_where_select_of_a_host_value_is_an_array():
+  # seed 338 #1086: jacrev in x0 of fmin(x1, x0).at[..., None].set(0.) for an empty int32
+  # NumPy x1 and float16 x0: the empty fmin is x1 broadcast, an Array (JAX: a float16
+  # (0, 0) jacobian), not the NumPy array.
+  x0, x1 = np.zeros((0,), np.float16), np.zeros((0,), np.int32)
+  r = jax.jacrev(lambda a: jnp.fmin(x1, a).at[..., None].set(0.0))(x0)
+  assert r.shape == (0, 0)
+  assert r.dtype == np.float16
+  for fn in (jnp.fmin, jnp.fmax):
+    out, _ = jax.vjp(lambda a: fn(x1, a), x0)
+    assert isinstance(out, jax.Array) and out.dtype == np.float16

@@ -846,7 +846,8 @@ def _where_select(pred, x, y):
   `fmin` of an empty while_loop output never reaches the loop)."""
   out_shape = util.broadcast_shapes(util.shape(pred), util.shape(x), util.shape(y))
   if 0 in out_shape:
-    return util.broadcast_to(x, out_shape)
+    # (an Array, even from a host x: fmin of a NumPy and a traced input under vjp)
+    return util.fresh_array(util.broadcast_to(x, out_shape))
   return _select(pred, x, y)
 
 

@@ -771,3 +771,21 @@ def test_an_empty_where_select_of_a_host_value_is_an_array():
   for fn in (jnp.fmin, jnp.fmax):
     out, _ = jax.vjp(lambda a: fn(x1, a), x0)
     assert isinstance(out, jax.Array) and out.dtype == np.float16
+
+
+# ---- run 20 (seeds 342-343) ----
+
+def test_dot_general_of_mixed_dtypes_contracts_in_the_more_precise_one():
+  # seed 342 #293: lax.dot_general of uint32 and int16 is uint32 in JAX 0.10.2 (XLA's
+  # rule: complex, float range, mantissa, bit width, signedness), not their promotion.
+  from tracejax import lax
+  x = np.array([[3, 0], [6, 0]], np.uint32)
+  y = np.array([[-3, 3], [-1, 3]], np.int16)
+  r = lax.dot_general(x, y, (((1,), (1,)), ((), ())))
+  assert r.dtype == np.uint32
+  np.testing.assert_array_equal(r, np.array([[-9, -3], [-18, -6]]).astype(np.uint32))
+  for a, b, want in ((np.int32, np.uint32, np.int32), (np.float16, jnp.bfloat16, jnp.bfloat16),
+                     (np.bool_, np.float16, np.float16), (np.int8, np.uint16, np.uint16),
+                     (np.float32, np.complex64, np.complex64), (np.uint8, np.int8, np.int8)):
+    out = lax.dot_general(np.ones((2, 2), a), np.ones((2, 2), b), (((1,), (0,)), ((), ())))
+    assert out.dtype == want, (a, b, out.dtype)

@@ -106,10 +106,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   lhs, rhs = utils.promote_python_scalars([lhs, rhs])
   ldt, rdt = _aval(lhs).dtype, _aval(rhs).dtype
   if ldt != rdt:
-    # JAX 0.10.2 contracts mixed dtypes (f32 with i32 gives f32, bool with f16 gives f16):
-    # both operands take the promoted type first (fuzzer seed 203).
+    # JAX 0.10.2 contracts mixed dtypes in the more precise of the two (f32 with i32
+    # gives f32, bool with f16 gives f16, uint32 with int16 gives uint32: XLA's rule,
+    # not promotion); both operands take that type first (fuzzer seeds 203, 342).
     from tracejax._src.lax import elementwise
-    common = dtypes.promote_types(ldt, rdt)
+    common = _higher_precision_dtype(ldt, rdt)
     lhs = elementwise.convert_element_type(lhs, common) if ldt != common else lhs
     rhs = elementwise.convert_element_type(rhs, common) if rdt != common else rhs
   params = dict(dimension_numbers=(cdims, bdims), precision=canonicalize_precision(precision))
@@ -118,6 +119,23 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   if preferred_element_type is not None:
     params["preferred_element_type"] = dtypes.canonicalize_dtype(preferred_element_type)
   return dot_general_p.bind(lhs, rhs, **params)
+
+
+def _higher_precision_dtype(a, b):
+  """The dtype a dot of `a` and `b` operands computes in: the greater by (complex,
+  float exponent range, float mantissa, bit width, signed), as XLA and JAX order them;
+  two different dtypes that tie (int8 and a hypothetical twin) are a TypeError."""
+  def rank(d):
+    real = dtypes.to_real_dtype(d) if dtypes.is_complex(d) else d
+    fl = dtypes.is_floating(real)
+    bits = (dtypes.finfo(real).bits if fl else 1 if d == np.bool_
+            else dtypes.iinfo(real).bits)
+    return (dtypes.is_complex(d), dtypes.finfo(real).maxexp if fl else -1,
+            dtypes.finfo(real).nmant if fl else -1, bits, not dtypes.is_unsigned(real))
+  ra, rb = rank(a), rank(b)
+  if ra == rb:
+    raise TypeError(f"lax.dot_general argument type error: {a}, {b}")
+  return a if ra > rb else b
 
 
 def _dot_general_shape_rule(lhs, rhs, *, dimension_numbers, precision,

@@ -13,8 +13,8 @@ import numpy as np
 from tracejax._src import dtypes
 from tracejax._src.core.trace import Tracer, concrete_or_error
 from tracejax._src.lax import elementwise as lax_ew
-from tracejax._src.numpy import (creation, indexing, products, reductions, shape_ops, ufuncs,
-                                 util)
+from tracejax._src.numpy import (array_methods, creation, indexing, products, reductions,
+                                 shape_ops, ufuncs, util)
 from tracejax._src.runtime.array import Array
 
 # ---- renamed functions (the same functions under the array API's names) ----
@@ -54,9 +54,8 @@ def astype(x, dtype, /, *, copy=False, device=None):
   else:
     dt = util.check_dtype(dtype, "astype")
   x = util.to_array(x)
-  if dtypes.is_complex(util.dtype_of(x)) and dt == np.bool_:
-    x = ufuncs.not_equal(x, 0)   # as NumPy and JAX: 2j is True (not its real part)
-  elif dtypes.is_complex(util.dtype_of(x)) and not dtypes.is_complex(dt):
+  x = array_methods.complex_to_bool_operand(x, dt)
+  if dtypes.is_complex(util.dtype_of(x)) and not dtypes.is_complex(dt):
     # NumPy and JAX drop the imaginary part (NumPy with a ComplexWarning).
     x = ufuncs.real(x)
   out = util.convert(x, dt, False)

@@ -126,13 +126,19 @@ def _transpose(self, *args):
   return shape_ops.transpose(self, axes)
 
 
+def complex_to_bool_operand(x, dt):
+  """What astype converts to `dt`: for a complex x and bool, x != 0 (as NumPy and JAX:
+  2j is True; converting it would keep only the real part)."""
+  if dt == np.bool_ and dtypes.is_complex(util.dtype_of(x)):
+    return ufuncs.not_equal(x, 0)
+  return x
+
+
 def _astype(self, dtype, copy=False, device=None):
   """`self` converted to `dtype` (64-bit types narrow, with a warning, when x64 is off)."""
   dtypes.check_user_dtype_supported(dtype, "astype", stacklevel=util.user_stacklevel() + 1)
   dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
-  if dt == np.bool_ and dtypes.is_complex(util.dtype_of(self)):
-    self = ufuncs.not_equal(self, 0)   # as jnp.astype (and NumPy): 2j is True
-  out = util.convert(self, dt, False)
+  out = util.convert(complex_to_bool_operand(self, dt), dt, False)
   return util.fresh_array(out) if copy else util.converted(out)
 
 

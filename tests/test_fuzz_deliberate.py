@@ -187,6 +187,14 @@ def test_deliberate_host_passthrough_cases():
   t = _ok(_leaf(np.float32(3.0), weak=True), _leaf(np.float32(0.0), weak=True))
   assert F.deliberate(src, j, t) is None                       # another value
   assert lax.stop_gradient(-1.5).at[...].set(2.0).weak_type
+  # seed 345 #5 (x64): `checkpoint(identity)(0) ** ...` is a plain Python int in JAX
+  # (host arithmetic on its TypedInt), so `[...]` of it is a TypeError; a weak Array here
+  j = _err("TypeError", "'int' object is not subscriptable")
+  src = "jax.checkpoint((lambda v: v))(x0); (v0 ** v0); v2[...]"
+  t = _ok(_leaf(np.int64(1), weak=True))
+  assert F.deliberate(src, j, t) == "jax-host-passthrough"
+  assert F.deliberate("(x0 ** x0); v2[...]", j, t) is None
+  assert jax.checkpoint(lambda v: v)(0)[...].weak_type
 
 
 # ------------------------------------------------------------------ dead code

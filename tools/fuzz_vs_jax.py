@@ -664,8 +664,10 @@ DELIBERATE = [
              # (eager stop_gradient/checkpoint of a host value: JAX's typed host value)
              or _jexc(j, "AttributeError", "object has no attribute 'at'")
              and "'Typed" in j["msg"])) or (
-        # indexing such a carry when it is a Python scalar input
-        any(op in src for op in ("while_loop", "fori_loop", "scan(")) and t["ok"]
+        # indexing such a carry when it is a Python scalar input (or what eager
+        # stop_gradient/checkpoint return for one, and host arithmetic on that)
+        any(op in src for op in ("while_loop", "fori_loop", "scan(", "stop_gradient",
+                                 "checkpoint")) and t["ok"]
         and _jexc(j, "TypeError", "object is not subscriptable"))),
     ("generic-reduce-window-rev", lambda src, j, t: "reduce_window" in src and ((_jexc(
         j, "ValueError", "Linearization failed to produce known values")

@@ -644,13 +644,25 @@ def test_host_reshape_found_as_the_cause_by_jitting_the_function():
 
   jitted = lambda p: p["stack"][:1] == [{"t": "jit"}]
   r = _RerunRunner(jitted, "dtype")
-  assert F._host_reshape_is_the_cause(r, prog)
+  assert F._host_value_is_the_cause(r, prog)
   assert r.seen[-1]["stack"] == [{"t": "jit"}]
   assert F._found_by_rerun(_RerunRunner(jitted, "dtype"), prog, "dtype",
                            {"ok": True}) == "jax-host-passthrough"
-  assert not F._host_reshape_is_the_cause(_RerunRunner(lambda p: False, "dtype"), prog)
+  assert not F._host_value_is_the_cause(_RerunRunner(lambda p: False, "dtype"), prog)
   no_reshape = dict(prog, ops=[{"t": "({0} // {0})", "a": ["x0"]}], out="v0")
-  assert not F._host_reshape_is_the_cause(_RerunRunner(jitted, "dtype"), no_reshape)
+  assert not F._host_value_is_the_cause(_RerunRunner(jitted, "dtype"), no_reshape)
+  # seed 345 #2338 (x64): `stop_gradient(x0) // itself` of a Python False. JAX's eager
+  # stop_gradient returns the input as a typed Python bool, so the division is Python's
+  # (ZeroDivisionError); jitted, JAX gives int32 -1, as tracejax does eagerly too.
+  prog = {"inputs": [{"py": False, "shape": [], "dtype": "py"}],
+          "ops": [{"t": "lax.stop_gradient({0})", "a": ["x0"]},
+                  {"t": "({0} // {0})", "a": ["v0"]}],
+          "out": "v1", "stack": [], "seed": 1}
+  cat = "tracejax-accepts:ZeroDivisionError [Teger division or modulo by zero]"
+  assert F._found_by_rerun(_RerunRunner(jitted, cat), prog, cat,
+                           {"ok": False}) == "jax-host-passthrough"
+  out = lax.stop_gradient(False) // lax.stop_gradient(False)
+  assert out.dtype == np.int32 and int(out) == -1
 
 
 def test_deliberate_log_softmax_int_is_only_the_unsigned_wrap_around():

@@ -428,13 +428,16 @@ def _vjp_untraced_is_the_cause(runner, prog):
   return _agrees(runner, dict(prog, stack=stack))
 
 
-def _host_reshape_is_the_cause(runner, prog):
-  """Whether a disagreement of a program with `jnp.reshape` goes away when the function
-  itself is jitted: JAX's `jnp.reshape` of a NumPy input returns a NumPy array (it
-  calls the input's own `reshape`), and what follows is then NumPy's arithmetic
-  (`bool // bool` is int8, `0 // 0` is 0); under jit the input is traced, as tracejax
-  always treats it."""
-  if "jnp.reshape(" not in G.render(prog):
+def _host_value_is_the_cause(runner, prog):
+  """Whether a disagreement of a program with `jnp.reshape` or an eager
+  `stop_gradient`/`checkpoint` goes away when the function itself is jitted: JAX's
+  `jnp.reshape` of a NumPy input returns a NumPy array (it calls the input's own
+  `reshape`), and its eager stop_gradient/checkpoint return a Python scalar input as a
+  typed Python scalar, so what follows is NumPy's or Python's arithmetic (`bool // bool`
+  is int8 in NumPy, `0 // 0` is 0; `False // False` is a ZeroDivisionError in Python);
+  under jit the input is traced, as tracejax always treats it."""
+  src = G.render(prog)
+  if not any(op in src for op in ("jnp.reshape(", "stop_gradient(", "checkpoint(")):
     return False
   return _agrees(runner, dict(prog, stack=[{"t": "jit"}] + prog["stack"]))
 
@@ -547,7 +550,7 @@ def _found_by_rerun(runner, prog, cat, j):
   rerunning variants of it (None when no test says so)."""
   if _vjp_of_python_int(prog, cat) or _vjp_untraced_is_the_cause(runner, prog):
     return "jax-host-arrays-untraced"
-  if _host_reshape_is_the_cause(runner, prog):
+  if _host_value_is_the_cause(runner, prog):
     return "jax-host-passthrough"
   if _unsigned_softmax_is_the_cause(runner, prog):
     return "log-softmax-int"

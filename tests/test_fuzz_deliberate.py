@@ -661,6 +661,17 @@ def test_host_reshape_found_as_the_cause_by_jitting_the_function():
   cat = "tracejax-accepts:ZeroDivisionError [Teger division or modulo by zero]"
   assert F._found_by_rerun(_RerunRunner(jitted, cat), prog, cat,
                            {"ok": False}) == "jax-host-passthrough"
+  # ...also when, jitted, JAX meets a documented crash instead (the original of #2338
+  # under jacfwd: JAX's float0 crash), but not an undocumented difference
+  class Float0Crash:
+    def classify(self, p):
+      if p["stack"][:1] != [{"t": "jit"}]:
+        return cat, {"ok": False}, {"ok": True}
+      j = _err("TypeError", "a bytes-like object is required, not 'int'")
+      return "tracejax-accepts:TypeError [a bytes-like object is required, not #]", j, \
+          _ok(_leaf(np.zeros((2, 1, 4), bool)))
+  assert F._host_value_is_the_cause(Float0Crash(), prog)
+  assert not F._host_value_is_the_cause(_RerunRunner(lambda p: False, "value"), prog)
   out = lax.stop_gradient(False) // lax.stop_gradient(False)
   assert out.dtype == np.int32 and int(out) == -1
 

@@ -651,10 +651,12 @@ def _selects_nothing(idx, shape):
 
 
 def _mask_update(x, idx, y, scatter_op):
-  """`x.at[mask].op(scalar)` as a select: no nonzero, so it also works under jit."""
+  """`x.at[mask].op(scalar)` as a select of a concrete mask (no nonzero). A traced mask
+  is JAX's NonConcreteBooleanIndexError, as for every boolean index."""
   if not isinstance(idx, _array_types) or util.dtype_of(idx) != np.bool_ \
       or util.ndim(y) != 0 or scatter_op not in _COMBINE:
     return None
+  _bool_mask_value(idx)  # (raises for a traced mask)
   mshape, shape = util.shape(idx), util.shape(x)
   if not mshape or mshape != shape[:len(mshape)]:
     return None

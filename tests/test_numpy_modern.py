@@ -5,6 +5,7 @@ ml_dtypes types, the modern Array methods and *_like of a ShapeDtypeStruct.
 Checked against NumPy, under jit, and with vmap/grad where they apply.
 """
 import collections
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -51,7 +52,19 @@ def test_astype():
   assert out.dtype == np.int32
   _eq(out, [1, -2])
   assert jnp.astype(x, None).dtype == np.float32
-  _eq(jnp.astype(jnp.array([1 + 2j]), jnp.float32), [1.0])
+  # complex to real keeps the real part, with JAX 0.10.2's DeprecationWarning (the
+  # method too; lax.convert_element_type gives NumPy's ComplexWarning instead)
+  z = jnp.array([1 + 2j, 2j])
+  msg = "Casting from complex to real dtypes will soon raise a ValueError"
+  with pytest.warns(DeprecationWarning, match=msg) as rec:
+    _eq(jnp.astype(z, jnp.float32), [1.0, 0.0])
+  assert rec[0].filename == __file__                    # (points at the caller)
+  with pytest.warns(DeprecationWarning, match=msg):
+    _eq(jit(lambda v: v.astype(jnp.int32))(z), [1, 0])
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")                      # (no warning for these)
+    _eq(z.astype(bool), [True, True])
+    assert z.astype(jnp.complex64).dtype == np.complex64
   _eq(grad(lambda v: jnp.astype(v, jnp.float32).sum())(x), [1.0, 1.0])
 
 

@@ -54,10 +54,7 @@ def astype(x, dtype, /, *, copy=False, device=None):
   else:
     dt = util.check_dtype(dtype, "astype")
   x = util.to_array(x)
-  x = array_methods.complex_to_bool_operand(x, dt)
-  if dtypes.is_complex(util.dtype_of(x)) and not dtypes.is_complex(dt):
-    # NumPy and JAX drop the imaginary part (NumPy with a ComplexWarning).
-    x = ufuncs.real(x)
+  x = array_methods.astype_operand(x, dt)
   out = util.convert(x, dt, False)
   out = util.fresh_array(out) if copy else util.converted(out)
   return creation._place(out, device)

@@ -4,6 +4,8 @@
 layers below jax.numpy cannot import it); importing this module attaches the
 same functions to both, so traced code and eager code behave alike (C-S24).
 """
+import warnings
+
 import numpy as np
 
 from tracejax._src import dtypes
@@ -126,19 +128,28 @@ def _transpose(self, *args):
   return shape_ops.transpose(self, axes)
 
 
-def complex_to_bool_operand(x, dt):
-  """What astype converts to `dt`: for a complex x and bool, x != 0 (as NumPy and JAX:
-  2j is True; converting it would keep only the real part)."""
-  if dt == np.bool_ and dtypes.is_complex(util.dtype_of(x)):
+_COMPLEX_TO_REAL = ("Casting from complex to real dtypes will soon raise a ValueError. "
+                    "Please first use jnp.real or jnp.imag to take the real/imaginary "
+                    "component of your input.")
+
+
+def astype_operand(x, dt):
+  """What astype converts to `dt`. From complex: to bool, x != 0 (as NumPy and JAX: 2j
+  is True); to a real dtype, the real part, with JAX's DeprecationWarning (that cast is
+  going away; lax.convert_element_type keeps NumPy's ComplexWarning)."""
+  if not dtypes.is_complex(util.dtype_of(x)) or dtypes.is_complex(dt):
+    return x
+  if dt == np.bool_:
     return ufuncs.not_equal(x, 0)
-  return x
+  warnings.warn(_COMPLEX_TO_REAL, DeprecationWarning, stacklevel=util.user_stacklevel())
+  return ufuncs.real(x)
 
 
 def _astype(self, dtype, copy=False, device=None):
   """`self` converted to `dtype` (64-bit types narrow, with a warning, when x64 is off)."""
   dtypes.check_user_dtype_supported(dtype, "astype", stacklevel=util.user_stacklevel() + 1)
   dt = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
-  out = util.convert(complex_to_bool_operand(self, dt), dt, False)
+  out = util.convert(astype_operand(self, dt), dt, False)
   return util.fresh_array(out) if copy else util.converted(out)
 
 

@@ -548,6 +548,40 @@ def test_jax_util_toposort_and_cache():
   assert calls.count(("m", 1)) == 1
 
 
+def test_lax_linalg_2020_module():
+  # `from jax import lax_linalg` (2020): the same primitives as jax.lax.linalg, with the
+  # 2020 return forms: lu -> (lu, pivots), eig -> (w, vl, vr), eigh -> (v, w)
+  from tracejax import lax_linalg
+  assert jax.lax_linalg is lax_linalg and lax_linalg.lu_p is lax.linalg.lu_p
+  a = np.array([[1., 2.], [3., 4.]], np.float32)
+  out = lax_linalg.lu(a)
+  assert len(out) == 2
+  lu_, piv = out
+  np.testing.assert_array_equal(piv, [1, 1])
+  np.testing.assert_allclose(lu_, [[3., 4.], [1 / 3, 2 / 3]], rtol=1e-6)
+  l, u = np.tril(lu_, -1) + np.eye(2), np.triu(lu_)
+  np.testing.assert_allclose(l @ u, a[::-1], rtol=1e-6)
+  lu_j, piv_j = jax.jit(lax_linalg.lu)(a)
+  np.testing.assert_array_equal(piv_j, piv)
+  pivs = jax.vmap(lambda m: lax_linalg.lu(m)[1])(np.stack([np.eye(2), a[::-1]]))
+  np.testing.assert_array_equal(pivs, [[0, 1], [0, 1]])
+  w, vl, vr = lax_linalg.eig(np.diag(np.float32([2., 3.])))
+  np.testing.assert_allclose(w, [2, 3])
+  assert w.dtype == np.complex64 and vl.shape == vr.shape == (2, 2)
+  s = np.array([[2., 1.], [1., 2.]], np.float32)
+  v, ev = lax_linalg.eigh(s)
+  np.testing.assert_allclose(ev, [1., 3.], rtol=1e-6)
+  np.testing.assert_allclose(s @ v, v * ev, atol=1e-6)
+  u, sv, vh = lax_linalg.svd(s)
+  np.testing.assert_allclose(sv, [3., 1.], rtol=1e-6)
+  np.testing.assert_allclose(lax_linalg.cholesky(s), np.linalg.cholesky(s), rtol=1e-6)
+  q, r = lax_linalg.qr(s)
+  np.testing.assert_allclose(q @ r, s, atol=1e-6)
+  x = lax_linalg.triangular_solve(np.triu(s), np.float32([[1., 2.]]), lower=False)
+  np.testing.assert_allclose(x @ np.triu(s), [[1., 2.]], rtol=1e-6)
+  check_grads(lambda m: lax_linalg.lu(m)[0], (a,), order=1, modes=["fwd", "rev"])
+
+
 def test_abstract_arrays_names():
   from tracejax import abstract_arrays as aa
   assert aa.ShapedArray is core.ShapedArray and aa.ConcreteArray is core.ConcreteArray

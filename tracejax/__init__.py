@@ -47,7 +47,7 @@ _LAZY_SUBMODULES = frozenset({
     "abstract_arrays", "ad_checkpoint", "api", "api_util", "core", "custom_batching",
     "custom_derivatives", "debug", "distributed",
     "errors", "example_libraries", "experimental", "extend", "image", "interpreters",
-    "lib", "linear_util", "nn", "ops", "profiler", "random", "scipy", "sharding",
+    "lax_linalg", "lib", "linear_util", "nn", "ops", "profiler", "random", "scipy", "sharding",
     "test_util", "util",
     "stages",
     "tree", "typing", "flatten_util",

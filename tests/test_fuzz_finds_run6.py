@@ -138,6 +138,14 @@ def test_cond_rejects_empty_and_one_dimensional_inputs_as_jax():
   with pytest.raises(ValueError, match=r"input array must be at least 2D; got "
                      r"arr.shape=\(3,\)"):
     jnp.linalg.cond(np.ones(3, np.float32))
+  # An empty batch of non-empty matrices is not an error: an empty float32 result
+  # (JAX 0.10.2: shape (0,) for an int32 (0, 2, 2), in every norm), also under jit/vmap
+  for p in (None, 2, -2, "fro", 1, np.inf, "nuc"):
+    r = jnp.linalg.cond(np.zeros((0, 2, 2), np.int32), p)
+    assert r.shape == (0,) and r.dtype == np.float32, p
+  assert jnp.linalg.cond(np.zeros((2, 0, 3, 3), np.float32)).shape == (2, 0)
+  assert jax.jit(jnp.linalg.cond)(np.zeros((0, 2, 2), np.float32)).shape == (0,)
+  assert jax.vmap(jnp.linalg.cond)(np.zeros((0, 2, 2), np.float32)).shape == (0,)
 
 
 # ---- unique of complex inputs and weak inputs (seed 315, #1434) ----

@@ -400,6 +400,26 @@ def test_enums_and_their_arguments():
     np.testing.assert_allclose(L.svd(x, compute_uv=False, algorithm=alg), s, rtol=1e-6)
     u, s2, vh = L.svd(x, algorithm=alg)
     assert u.shape == (4, 4) and vh.shape == (3, 3)
+  # QR runs LAPACK's gesvd, as in JAX: the singular vectors of this matrix differ in the
+  # sign of the third pair from the default gesdd (JAX 0.10.2's values, recorded)
+  x = np.array([[1., 2., -3.], [0., 0., 0.], [-2., 0., 2.], [-1., 1., 3.]], f32)
+  u_qr = [[-0.64875, 0.73502, -0.19716], [0., 0., 0.], [0.5059, 0.22302, -0.83326],
+          [0.56849, 0.64032, 0.51653]]
+  vh_qr = [[-0.42702, -0.13966, 0.89339], [-0.16376, 0.98361, 0.07549],
+           [0.88929, 0.11406, 0.44289]]
+  for fn in (L.svd, jax.jit(L.svd, static_argnames=("full_matrices", "algorithm"))):
+    u, s2, vh = fn(x, full_matrices=False, algorithm=L.SvdAlgorithm.QR)
+    np.testing.assert_allclose(u, u_qr, atol=2e-5)
+    np.testing.assert_allclose(vh, vh_qr, atol=2e-5)
+    np.testing.assert_allclose(s2, [5.22003, 2.14552, 1.07146], rtol=1e-5)
+  u, _, vh = L.svd(x, full_matrices=False)                  # gesdd
+  np.testing.assert_allclose(u[:, 2], [0.19716, 0., 0.83326, -0.51653], atol=2e-5)
+  ub, sb, _ = jax.vmap(lambda m: L.svd(m, algorithm=L.SvdAlgorithm.QR))(np.stack([x, -x]))
+  np.testing.assert_allclose(ub[0][:, :3], u_qr, atol=2e-5)
+  check_grads(lambda m: L.svd(m, full_matrices=False, algorithm=L.SvdAlgorithm.QR)[1],
+              (x[[0, 2, 3]],), order=2, modes=["fwd", "rev"], atol=1e-2, rtol=1e-2)
+  assert "algorithm=SvdAlgorithm.QR" in str(jax.make_jaxpr(
+      lambda m: L.svd(m, algorithm=L.SvdAlgorithm.QR))(x))
   for alg in (L.SvdAlgorithm.JACOBI, L.SvdAlgorithm.POLAR):
     with pytest.raises(NotImplementedError, match="The SVD Jacobi and Polar algorithms are "
                        "not implemented on CPU."):

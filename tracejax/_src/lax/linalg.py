@@ -972,15 +972,24 @@ def svd(x, full_matrices=True, compute_uv=True, *, algorithm=None):
   values `s` [..., k] (descending, real dtype) if not `compute_uv`, else
   `(u, s, vh)` with u [..., m, m] and vh [..., n, n] (`full_matrices`) or
   u [..., m, k] and vh [..., k, n]. NaNs where LAPACK fails. `algorithm` (an
-  SvdAlgorithm): None, DEFAULT, QR and DIVIDE_AND_CONQUER all run LAPACK's gesdd
-  here (JAX runs gesvd for QR: the same factors up to rounding and the signs of
-  singular vector pairs); JACOBI and POLAR are not implemented on CPU, as in JAX.
+  SvdAlgorithm) picks the LAPACK driver, as in JAX: gesdd (divide and conquer) for
+  None, DEFAULT and DIVIDE_AND_CONQUER, gesvd for QR (the same factors up to rounding,
+  and the signs of singular vector pairs); JACOBI and POLAR are not implemented on
+  CPU, as in JAX.
+
+  >>> u, s, vh = svd(jnp.array([[3., 0.], [0., 4.]]), algorithm=SvdAlgorithm.QR)
+  >>> s
+  DeviceArray([4., 3.], dtype=float32)
   """
   if algorithm is not None and algorithm not in (
       SvdAlgorithm.DEFAULT, SvdAlgorithm.QR, SvdAlgorithm.DIVIDE_AND_CONQUER):
     raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented "
                               "on CPU.")
-  out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+  # (the parameter is bound only when it picks gesvd, so jaxprs of the default keep
+  # the 2020 form: svd[compute_uv full_matrices])
+  extra = {"algorithm": SvdAlgorithm.QR} if algorithm == SvdAlgorithm.QR else {}
+  out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                   **extra)
   if compute_uv:
     s, u, vh = out
     return u, s, vh
@@ -997,20 +1006,20 @@ def _svd_uv_shapes(shape, full_matrices):
   return batch + (m, k), batch + (k, n)
 
 
-def _svd_shape_rule(x, *, full_matrices, compute_uv):
+def _svd_shape_rule(x, *, full_matrices, compute_uv, algorithm=None):
   _check_matrix("svd", x)
   *batch, m, n = x.shape
   s = tuple(batch) + (min(m, n),)
   return [s, *_svd_uv_shapes(x.shape, full_matrices)] if compute_uv else [s]
 
 
-def _svd_dtype_rule(x, *, full_matrices, compute_uv):
+def _svd_dtype_rule(x, *, full_matrices, compute_uv, algorithm=None):
   _check_lapack_dtype("svd", x, empty_ok=True)
   real = dtypes.to_real_dtype(x.dtype)
   return [real, x.dtype, x.dtype] if compute_uv else [real]
 
 
-def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, algorithm=None):
   # Distinct nonzero singular values (https://people.maths.ox.ac.uk/gilesm/files/
   # NA-08-01.pdf, with the extra terms of rectangular and complex matrices).
   A, = primals
@@ -1023,7 +1032,8 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
         "Singular value decomposition JVP not implemented for full matrices of a "
         "non-square matrix (the extra singular vectors are not determined by A); use "
         "full_matrices=False.")
-  s, U, Vt = svd_p.bind(A, full_matrices=False, compute_uv=True)
+  extra = {} if algorithm is None else {"algorithm": algorithm}
+  s, U, Vt = svd_p.bind(A, full_matrices=False, compute_uv=True, **extra)
   dt = _dtype(A)
   Ut, V = _H(U), _H(Vt)
   dS = _matmul(_matmul(Ut, dA), V)
@@ -1065,7 +1075,7 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
   return (s, U, Vt), (ds, dU, _H(dV))
 
 
-def _svd_cpu_lowering(ctx, x, *, full_matrices, compute_uv):
+def _svd_cpu_lowering(ctx, x, *, full_matrices, compute_uv, algorithm=None):
   aval, = ctx.avals_in
   if 0 in aval.shape:
     return _empty_outputs(ctx)
@@ -1073,10 +1083,11 @@ def _svd_cpu_lowering(ctx, x, *, full_matrices, compute_uv):
   u_shape, vt_shape = _svd_uv_shapes(aval.shape, full_matrices)
   u_aval, vt_aval = aval.update(shape=u_shape), aval.update(shape=vt_shape)
   info_aval = _info_aval(aval)
-  # gesdd's job letter: 'A' all of U and V, 'S' the first k columns, 'N' neither
-  # (U and V are then still outputs of the kernel, left unwritten).
+  # The job letter (gesdd and gesvd alike): 'A' all of U and V, 'S' the first k
+  # columns, 'N' neither (U and V are then still outputs of the kernel, unwritten).
   mode = "N" if not compute_uv else ("A" if full_matrices else "S")
-  _, s, u, vt, info = _lapack_call(ctx, _lapack_target("gesdd", aval.dtype), [x], [aval],
+  driver = "gesvd" if algorithm == SvdAlgorithm.QR else "gesdd"
+  _, s, u, vt, info = _lapack_call(ctx, _lapack_target(driver, aval.dtype), [x], [aval],
                                    [aval, s_aval, u_aval, vt_aval, info_aval],
                                    attrs={"mode": mode}, aliases={0: 0})
   with _Emit(ctx) as em:

@@ -985,16 +985,19 @@ def svd(x, full_matrices=True, compute_uv=True, *, algorithm=None):
       SvdAlgorithm.DEFAULT, SvdAlgorithm.QR, SvdAlgorithm.DIVIDE_AND_CONQUER):
     raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented "
                               "on CPU.")
-  # (the parameter is bound only when it picks gesvd, so jaxprs of the default keep
-  # the 2020 form: svd[compute_uv full_matrices])
-  extra = {"algorithm": SvdAlgorithm.QR} if algorithm == SvdAlgorithm.QR else {}
   out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
-                   **extra)
+                   **_svd_algorithm_param(algorithm))
   if compute_uv:
     s, u, vh = out
     return u, s, vh
   s, = out
   return s
+
+
+def _svd_algorithm_param(algorithm):
+  """svd_p's `algorithm` parameter: bound only when it picks gesvd (QR), so jaxprs of
+  the default keep the 2020 form, svd[compute_uv full_matrices]."""
+  return {"algorithm": SvdAlgorithm.QR} if algorithm == SvdAlgorithm.QR else {}
 
 
 def _svd_uv_shapes(shape, full_matrices):
@@ -1032,8 +1035,8 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, algorithm=None):
         "Singular value decomposition JVP not implemented for full matrices of a "
         "non-square matrix (the extra singular vectors are not determined by A); use "
         "full_matrices=False.")
-  extra = {} if algorithm is None else {"algorithm": algorithm}
-  s, U, Vt = svd_p.bind(A, full_matrices=False, compute_uv=True, **extra)
+  s, U, Vt = svd_p.bind(A, full_matrices=False, compute_uv=True,
+                        **_svd_algorithm_param(algorithm))
   dt = _dtype(A)
   Ut, V = _H(U), _H(Vt)
   dS = _matmul(_matmul(Ut, dA), V)
